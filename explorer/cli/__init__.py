@@ -1,0 +1,1 @@
+"""The `trnx` command: a thin layer over `simcore` and `explorer.model`."""

@@ -1,0 +1,43 @@
+"""How `trnx` reports bad input: one sentence on stderr, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from simcore.errors import UserError
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(message: str) -> None:
+    """Stop the command with a one-line error (exit 2)."""
+    raise click.exceptions.Exit(_report(message))
+
+
+def _report(message: str) -> int:
+    click.echo(f"trnx: error: {message}", err=True)
+    return EXIT_BAD_INPUT
+
+
+def run_with_user_errors(cli: click.Command, argv: list[str] | None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="trnx", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("trnx: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:  # usage errors: click's own one-liner, exit 2
+        exc.show()
+        sys.exit(exc.exit_code)
+    except UserError as exc:
+        sys.exit(_report(str(exc)))
+    except OSError as exc:  # unreadable input, unwritable output
+        where = f" {exc.filename}" if exc.filename else ""
+        sys.exit(_report(f"cannot access{where}: {exc.strerror or exc}."))
+    except KeyboardInterrupt:
+        click.echo("trnx: interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,33 @@
+"""`trnx export TRACE --format F -o OUT`: hand a trace to other tools."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from simcore.trace import open_trace
+from simcore.trace.schema import TABLES
+
+
+def _chips(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"'{text}' is not a comma-separated list of chip numbers.") from None
+
+
+@click.command(help="Export a trace table to Parquet or CSV (streamed, written atomically).")
+@click.argument("trace", type=click.Path())
+@click.option("--table", "table", type=click.Choice(list(TABLES)), help="The table to export.")
+@click.option("--format", "fmt", required=True, type=click.Choice(["parquet", "csv"]), help="Output format.")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Output file.")
+@click.option("--chips", default=None, help="Only these chips' partitions, e.g. 0,3 (partitioned tables).")
+def export(trace: str, table: str | None, fmt: str, output: str, chips: str | None) -> None:
+    from explorer.export import FORMATS
+
+    t = open_trace(trace, validate=False)
+    rows = FORMATS[fmt](t, Path(output), {"table": table, "chips": _chips(chips)})
+    click.echo(f"wrote {rows:,} rows to {output}", err=True)

@@ -1,0 +1,59 @@
+"""`trnx` entry point: a click group whose commands load lazily.
+
+Each command lives in its own module under `explorer.cli` and is listed in
+`COMMANDS`; `trnx --help` imports none of them, so it answers instantly. Errors a
+user caused (`UserError`, unreadable files) print one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from explorer import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module:attribute, one-line help shown by `trnx --help`)
+    "info": ("explorer.cli.info:info", "Describe a trace: hardware, workload, span, rows per table."),
+    "validate": ("explorer.cli.validate:validate", "Check a trace's format and data invariants."),
+    "export": ("explorer.cli.export:export", "Export one table of a trace to Parquet or CSV."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command runs."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, _, attr = target[0].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="trnx")
+def cli() -> None:
+    """trnx: capture, inspect, compare and view Trainium3 timeline traces."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Run `trnx`, turning user errors into one line on stderr and exit code 2."""
+    from explorer.cli.errors import run_with_user_errors
+
+    return run_with_user_errors(cli, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

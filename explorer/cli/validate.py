@@ -1,0 +1,18 @@
+"""`trnx validate TRACE`: run every format and data check the reader knows."""
+
+from __future__ import annotations
+
+import click
+
+from simcore.trace import open_trace
+from simcore.trace.schema import TABLES
+
+
+@click.command(help="Check a trace: magic, version, tables, columns, types, durations and per-track order.")
+@click.argument("trace", type=click.Path())
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+def validate(trace: str, quiet: bool) -> None:
+    t = open_trace(trace, validate=True)
+    if not quiet:
+        rows = sum(t.row_count(n) for n in TABLES)
+        click.echo(f"{t.path}: valid trace format {t.version}, {len(TABLES)} tables, {rows:,} rows.")

@@ -1,0 +1,1 @@
+"""All Qt code lives here: thin, passive views over `explorer.model` objects."""

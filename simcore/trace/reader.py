@@ -1,0 +1,275 @@
+"""Memory-mapping, validating reader for trace format v1.
+
+Tables are memory-mapped (zero-copy when uncompressed), so opening a multi-GB trace
+costs little more than its validation. Every problem is reported as one sentence
+naming the file and what is wrong with it (`TraceFormatError`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from simcore.errors import TraceFormatError
+from simcore.trace import schema as S
+from simcore.trace import validate as V
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """Load and check meta.json: the format name, the version and the table list."""
+    if not path.exists():
+        raise TraceFormatError(f"{path} does not exist.")
+    if not path.is_dir():
+        raise TraceFormatError(f"{path} is a file, not a trace directory (a trace is a NAME.trnx directory).")
+    meta_path = path / S.META_FILE
+    if not meta_path.is_file():
+        raise TraceFormatError(f"{path} is not a trace: it has no {S.META_FILE}.")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceFormatError(f"{meta_path} is not valid JSON ({_first_line(exc)}).") from None
+    if not isinstance(meta, dict):
+        raise TraceFormatError(f"{meta_path} must hold a JSON object.")
+    if meta.get("format") != S.FORMAT_NAME:
+        raise TraceFormatError(
+            f"{path} is not a trnx trace ({S.META_FILE} says format {meta.get('format')!r}, expected {S.FORMAT_NAME!r})."
+        )
+    version = S.parse_version(meta.get("version"))
+    if version is None:
+        raise TraceFormatError(f"{meta_path} has no valid version (found {meta.get('version')!r}, expected like '1.0').")
+    if version[0] > S.FORMAT_MAJOR:
+        raise TraceFormatError(
+            f"{path} uses trace format {meta['version']}, newer than this reader ({S.FORMAT_MAJOR}.x); "
+            "upgrade trn3-explorer to open it."
+        )
+    if version[0] < S.FORMAT_MAJOR:
+        raise TraceFormatError(f"{path} uses trace format {meta['version']}, which this reader no longer supports.")
+    tables = meta.get("tables")
+    if not isinstance(tables, dict):
+        raise TraceFormatError(f"{meta_path} has no 'tables' object.")
+    for name in S.TABLES:
+        entry = tables.get(name)
+        if not isinstance(entry, dict) or not ("file" in entry or "partitions" in entry):
+            raise TraceFormatError(f"{path} is missing the required table '{name}'.")
+    span = meta.get("span_ns")
+    if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) for x in span)):
+        raise TraceFormatError(f"{meta_path} has no valid span_ns (expected [start, end] in ns).")
+    return meta
+
+
+def _table_parts(path: Path, meta: dict[str, Any], name: str) -> list[tuple[int | None, Path, int | None]]:
+    """(chip, file, rows from meta) for each file of a table."""
+    entry = meta["tables"][name]
+    if "partitions" in entry:
+        parts = entry["partitions"]
+        if not isinstance(parts, list):
+            raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed partition list.")
+        out = []
+        for p in parts:
+            if not (isinstance(p, dict) and isinstance(p.get("file"), str) and isinstance(p.get("chip"), int)):
+                raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed partition entry.")
+            out.append((p["chip"], path / p["file"], p.get("rows")))
+        return out
+    if not isinstance(entry["file"], str):
+        raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed file name.")
+    return [(None, path / entry["file"], entry.get("rows"))]
+
+
+def _check_magic(file: Path) -> None:
+    try:
+        size = file.stat().st_size
+    except FileNotFoundError:
+        raise TraceFormatError(f"{file} is missing.") from None
+    if size == 0:
+        raise TraceFormatError(f"{file} is empty (0 bytes).")
+    with open(file, "rb") as fh:
+        head = fh.read(6)
+        fh.seek(max(0, size - 6))
+        tail = fh.read(6)
+    if head != S.ARROW_MAGIC:
+        raise TraceFormatError(f"{file} is not an Arrow IPC file (wrong magic bytes).")
+    if tail != S.ARROW_MAGIC or size < 12:
+        raise TraceFormatError(f"{file} is truncated (its Arrow footer is missing).")
+
+
+def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None) -> pa.Table:
+    _check_magic(file)
+    try:
+        source = pa.memory_map(str(file), "r")
+        table = ipc.open_file(source).read_all()
+    except (pa.ArrowException, OSError) as exc:
+        raise TraceFormatError(f"{file} cannot be read: {_first_line(exc)}.") from None
+    V.check_schema(file, spec, table.schema)
+    if expected_rows is not None and expected_rows != table.num_rows:
+        raise TraceFormatError(
+            f"{file} has {table.num_rows} rows but meta.json says {expected_rows} (the trace is incomplete)."
+        )
+    return table
+
+
+def _share_dictionaries(table: pa.Table) -> pa.Table:
+    """Give every chunk of a dictionary column the longest dictionary.
+
+    The writer keeps one vocabulary per table, so each partition's dictionary is a
+    prefix of the longest: codes already agree, and swapping the dictionary is
+    zero-copy. Consumers can then use `chunk.indices` as stable codes.
+    """
+    cols = []
+    for i, field in enumerate(table.schema):
+        col = table.column(i)
+        if pa.types.is_dictionary(field.type) and col.num_chunks > 1:
+            longest = max((c.dictionary for c in col.chunks), key=len)
+            if all(longest[: len(c.dictionary)].equals(c.dictionary) for c in col.chunks):
+                col = pa.chunked_array(
+                    [pa.DictionaryArray.from_arrays(c.indices, longest) for c in col.chunks], field.type
+                )
+            else:  # written by some other tool: fall back to a real unification
+                col = pa.chunked_array(pa.Table.from_arrays([col], ["x"]).unify_dictionaries().column(0).chunks)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=table.schema)
+
+
+class Trace:
+    """An open trace: its meta and its tables as memory-mapped `pyarrow.Table`s."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
+        self.path = path
+        self.meta = meta
+        self._cache: dict[tuple[str, tuple[int, ...] | None], pa.Table] = {}
+        self._files: dict[Path, pa.Table] = {}
+
+    def __repr__(self) -> str:
+        return f"Trace({str(self.path)!r}, span={self.duration_ns} ns)"
+
+    # -- meta --------------------------------------------------------------------
+    @property
+    def version(self) -> str:
+        return str(self.meta["version"])
+
+    @property
+    def hardware(self) -> dict[str, Any]:
+        return self.meta.get("hardware") or {}
+
+    @property
+    def workload(self) -> dict[str, Any]:
+        return self.meta.get("workload") or {}
+
+    @property
+    def span_ns(self) -> tuple[int, int]:
+        lo, hi = self.meta["span_ns"]
+        return int(lo), int(hi)
+
+    @property
+    def duration_ns(self) -> int:
+        lo, hi = self.span_ns
+        return hi - lo
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        return tuple(self.meta["tables"])
+
+    def row_count(self, name: str) -> int:
+        """Rows of a table, from meta.json (no read)."""
+        return sum(int(rows or 0) for _, _, rows in _table_parts(self.path, self.meta, name))
+
+    def partition_chips(self, name: str) -> list[int] | None:
+        """The chips a partitioned table is split into; None if it is one file."""
+        chips = [chip for chip, _, _ in _table_parts(self.path, self.meta, name)]
+        return None if chips == [None] else [int(c) for c in chips if c is not None]
+
+    # -- tables ------------------------------------------------------------------
+    def table(self, name: str, chips: list[int] | None = None) -> pa.Table:
+        """The table `name`, memory-mapped; `chips` loads only those partitions.
+
+        `chips` only narrows partitioned tables; an unpartitioned table is returned whole.
+        """
+        spec = S.spec(name)
+        key = (name, tuple(sorted(chips)) if chips is not None else None)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        parts = _table_parts(self.path, self.meta, name)
+        if chips is not None and parts[0][0] is not None:
+            wanted = set(chips)
+            parts = [p for p in parts if p[0] in wanted]
+        tables = [self._file(f, spec, rows) for _, f, rows in parts]
+        table = tables[0] if len(tables) == 1 else (
+            _share_dictionaries(pa.concat_tables(tables)) if tables else spec.schema.empty_table()
+        )
+        self._cache[key] = table
+        return table
+
+    def _file(self, file: Path, spec: S.TableSpec, rows: int | None) -> pa.Table:
+        table = self._files.get(file)
+        if table is None:
+            table = self._files[file] = _read_file(file, spec, rows)
+        return table
+
+    def to_pandas(self, name: str, chips: list[int] | None = None) -> pd.DataFrame:
+        """The table as a DataFrame (dictionary columns become categoricals)."""
+        return self.table(name, chips).to_pandas()
+
+    def validate(self) -> None:
+        """Check every table's schema and data invariants; raises TraceFormatError."""
+        for name, spec in S.TABLES.items():
+            for _, f, rows in _table_parts(self.path, self.meta, name):
+                V.check_data(f, spec, self._file(f, spec, rows))
+
+    @cached_property
+    def tracks(self) -> pa.Table:
+        return self.table("tracks")
+
+    @property
+    def instructions(self) -> pa.Table:
+        return self.table("instructions")
+
+    @property
+    def dma(self) -> pa.Table:
+        return self.table("dma")
+
+    @property
+    def kernels(self) -> pa.Table:
+        return self.table("kernels")
+
+    @property
+    def ops(self) -> pa.Table:
+        return self.table("ops")
+
+    @property
+    def collectives(self) -> pa.Table:
+        return self.table("collectives")
+
+    @property
+    def counters(self) -> pa.Table:
+        return self.table("counters")
+
+    @property
+    def flows(self) -> pa.Table:
+        return self.table("flows")
+
+
+def open_trace(path: str | os.PathLike[str], *, validate: bool = True) -> Trace:
+    """Open a `NAME.trnx` trace directory.
+
+    With `validate=True` (the default) every table is checked now: magic, version,
+    tables, columns and types, non-negative durations and sorted starts per track.
+    With `validate=False` only meta.json is checked and tables are checked as they
+    are first read (schema only).
+    """
+    p = Path(path)
+    trace = Trace(p, read_meta(p))
+    if validate:
+        trace.validate()
+    return trace

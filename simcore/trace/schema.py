@@ -1,0 +1,257 @@
+"""The trace format v1: the one place that says which tables and columns a trace has.
+
+The writer, the reader, the validator and docs/trace-format.md all derive from the
+specs below, so they cannot disagree. Versioning rule: a minor version only adds
+(new optional columns, new tables, new enum values); a reader accepts any minor
+version of its major and refuses a newer major with a clear message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+FORMAT_NAME = "trnx-trace"
+FORMAT_VERSION = "1.0"
+FORMAT_MAJOR = 1
+META_FILE = "meta.json"
+TABLE_SUFFIX = ".arrow"
+TRACE_SUFFIX = ".trnx"
+TIME_UNIT = "ns"
+
+# Arrow IPC file ("Feather v2") magic: the file starts with it (padded to 8 bytes)
+# and ends with it.
+ARROW_MAGIC = b"ARROW1"
+
+STRING = pa.dictionary(pa.int32(), pa.string())
+"""Low-cardinality strings (opcodes, kinds, dtypes) are dictionary encoded: small on
+disk, zero-copy categoricals in pandas, and integer codes for colouring in the GUI."""
+
+# Track kinds (tracks.kind). Readers must tolerate kinds they do not know.
+TRACK_KINDS = (
+    "tensor",         # Tensor engine: LoadStationary (the Neuron profiler's `Tensor` row)
+    "tensor_matrix",  # Tensor engine: MultiplyMoving (`TensorMatrix`)
+    "vector",         # Vector engine
+    "scalar",         # Scalar (activation) engine
+    "gpsimd",         # GpSimd engine
+    "sync",           # Sync engine (semaphores, DMA triggers)
+    "dma_queue",      # one DMA queue (`qSyncIO0`, ...)
+    "cc",             # collective-communication activity of one rank
+    "kernel",         # the kernels that ran on one core
+    "counter",        # a sampled series in `counters`
+)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its Arrow type, unit and meaning."""
+
+    name: str
+    type: pa.DataType
+    unit: str
+    doc: str
+    required: bool = True
+
+    @property
+    def field(self) -> pa.Field:
+        return pa.field(self.name, self.type, nullable=False)
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of a trace.
+
+    `track_column`/`start_column`/`duration_column` name the interval columns the
+    reader checks: durations are non-negative and starts never decrease within a track.
+    """
+
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    track_column: str | None = None
+    start_column: str | None = None
+    duration_column: str | None = None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([c.field for c in self.columns])
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+def _c(name: str, type_: pa.DataType, unit: str, doc: str, required: bool = True) -> Column:
+    return Column(name, type_, unit, doc, required)
+
+
+I32, I64, F64 = pa.int32(), pa.int64(), pa.float64()
+
+TRACKS = TableSpec(
+    "tracks",
+    "One row per timeline row. Every other table refers to tracks by `track_id`.",
+    (
+        _c("track_id", I32, "", "Dense id 0..n-1, unique in the trace."),
+        _c("chip", I32, "", "Chip (rank) index, 0-based."),
+        _c("core", I32, "", "NeuronCore index on the chip; -1 for chip-level rows (HBM counters, collectives)."),
+        _c("kind", STRING, "", "What the row shows: " + ", ".join(TRACK_KINDS) + "."),
+        _c("name", STRING, "", "Display name, the Neuron profiler's where one exists (`TensorMatrix`, `Vector`, `qSyncIO0`, `HBM Read Bandwidth`)."),
+        _c("unit", STRING, "", "Unit of a counter track's values (`GB/s`, `bytes`, `%`); empty for interval tracks."),
+    ),
+)
+
+INSTRUCTIONS = TableSpec(
+    "instructions",
+    "Engine-level instructions: one interval on one engine track. Writers should group rows by `track_id` (the simulator does); within a track, starts never decrease.",
+    (
+        _c("id", I64, "", "Event id, unique across `instructions` and `dma` (flows refer to it)."),
+        _c("track_id", I32, "", "The engine track that executed it."),
+        _c("start_ns", I64, "ns", "Start, from trace start."),
+        _c("dur_ns", I64, "ns", "Duration, >= 0."),
+        _c("opcode", STRING, "", "Instruction name (`MultiplyMoving`, `LoadStationary`, `TensorTensor`, `Activation`, `Exponential`, ...)."),
+        _c("kernel_id", I64, "", "The kernel it belongs to (`kernels.kernel_id`), -1 if none."),
+        _c("flops", I64, "FLOP", "Floating-point operations executed (hardware FLOPs, not normalised)."),
+        _c("bytes", I64, "bytes", "Bytes read plus written by the instruction (SBUF/PSUM)."),
+        _c("dtype", STRING, "", "Operand data type (`bf16`, `fp8`, `mxfp8`, `mxfp4`, `fp32`, ...)."),
+    ),
+    track_column="track_id",
+    start_column="start_ns",
+    duration_column="dur_ns",
+)
+
+DMA = TableSpec(
+    "dma",
+    "DMA transfers, one row per transfer on a DMA queue track.",
+    (
+        _c("id", I64, "", "Event id, unique across `instructions` and `dma`."),
+        _c("track_id", I32, "", "The DMA queue track."),
+        _c("start_ns", I64, "ns", "Start of the transfer (after descriptor and semaphore latency)."),
+        _c("dur_ns", I64, "ns", "Duration, >= 0."),
+        _c("bytes", I64, "bytes", "Bytes moved."),
+        _c("partitions", I32, "", "SBUF partitions the transfer spans; bytes / partitions is the per-partition size (transfers under 2 KiB per partition are inefficient)."),
+        _c("src", STRING, "", "Source memory: `hbm`, `sbuf`, `psum`, `remote`."),
+        _c("dst", STRING, "", "Destination memory: `hbm`, `sbuf`, `psum`, `remote`."),
+        _c("kernel_id", I64, "", "The kernel it belongs to, -1 if none."),
+    ),
+    track_column="track_id",
+    start_column="start_ns",
+    duration_column="dur_ns",
+)
+
+KERNELS = TableSpec(
+    "kernels",
+    "Kernels (the launch unit: one op lowered for one core), the level under `ops` in the drill-down.",
+    (
+        _c("kernel_id", I64, "", "Unique id."),
+        _c("track_id", I32, "", "The `kernel` track of the core it ran on."),
+        _c("chip", I32, "", "Chip index."),
+        _c("core", I32, "", "NeuronCore index."),
+        _c("op_id", I64, "", "The op it implements (`ops.op_id`), -1 if none."),
+        _c("name", STRING, "", "Kernel name (`matmul_qkv`, `flash_attention`, ...)."),
+        _c("start_ns", I64, "ns", "Start."),
+        _c("dur_ns", I64, "ns", "Duration, >= 0."),
+        _c("flops", I64, "FLOP", "Hardware FLOPs executed (not normalised)."),
+        _c("model_flops", I64, "FLOP", "FLOPs the model needs (excludes recompute, transposes and padding)."),
+        _c("hbm_read_bytes", I64, "bytes", "Bytes read from HBM."),
+        _c("hbm_write_bytes", I64, "bytes", "Bytes written to HBM."),
+        _c("dtype", STRING, "", "Compute data type of its matmuls (or of its main operand)."),
+    ),
+    track_column="track_id",
+    start_column="start_ns",
+    duration_column="dur_ns",
+)
+
+OPS = TableSpec(
+    "ops",
+    "The hierarchy above kernels: model -> layer -> op, linked by `parent_id`.",
+    (
+        _c("op_id", I64, "", "Unique id."),
+        _c("parent_id", I64, "", "Parent `op_id`, -1 for the root (the model)."),
+        _c("level", STRING, "", "`model`, `layer` or `op`."),
+        _c("name", STRING, "", "Display name (`Llama-3.1-8B`, `layer 3`, `attention.qkv_proj`)."),
+        _c("kind", STRING, "", "Op kind (`matmul`, `attention`, `rmsnorm`, `moe_router`, `all_reduce`, ...); the level name for model/layer rows."),
+        _c("start_ns", I64, "ns", "Start of its first kernel."),
+        _c("dur_ns", I64, "ns", "End of its last kernel minus start."),
+    ),
+)
+
+COLLECTIVES = TableSpec(
+    "collectives",
+    "One row per participating rank of each collective. A rank arrives when its own work is done and waits until the last rank arrives.",
+    (
+        _c("collective_id", I64, "", "Id of the collective (shared by its ranks)."),
+        _c("track_id", I32, "", "The rank's `cc` track."),
+        _c("chip", I32, "", "Chip index of the rank."),
+        _c("rank", I32, "", "Rank within the group."),
+        _c("group_size", I32, "", "Ranks in the group."),
+        _c("kind", STRING, "", "`all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, `send_recv`."),
+        _c("algorithm", STRING, "", "`ring`, `mesh`, `hierarchical`, ..."),
+        _c("op_id", I64, "", "The op that issued it, -1 if none."),
+        _c("bytes", I64, "bytes", "Message size per rank (the collective's S)."),
+        _c("arrive_ns", I64, "ns", "When the rank was ready."),
+        _c("start_ns", I64, "ns", "When the transfer started (the last rank's arrival)."),
+        _c("end_ns", I64, "ns", "When the rank's transfer finished."),
+        _c("wait_ns", I64, "ns", "start_ns - arrive_ns."),
+        _c("algo_bw_gbps", F64, "GB/s", "Algorithm bandwidth: bytes / (end - start)."),
+        _c("bus_bw_gbps", F64, "GB/s", "Bus bandwidth: algorithm bandwidth x the kind's factor (2(p-1)/p for all-reduce, (p-1)/p otherwise)."),
+    ),
+    track_column="track_id",
+    start_column="arrive_ns",
+)
+
+COUNTERS = TableSpec(
+    "counters",
+    "Sampled series. A value holds from its `time_ns` until the track's next sample.",
+    (
+        _c("track_id", I32, "", "The `counter` track (its `name` and `unit` say what is measured)."),
+        _c("time_ns", I64, "ns", "Sample time."),
+        _c("value", F64, "track unit", "Value in the track's unit."),
+    ),
+    track_column="track_id",
+    start_column="time_ns",
+)
+
+FLOWS = TableSpec(
+    "flows",
+    "Dependency edges between events (semaphore waits, data dependencies).",
+    (
+        _c("src_id", I64, "", "Event id (`instructions.id` or `dma.id`) that must finish first."),
+        _c("dst_id", I64, "", "Event id that waited for it."),
+        _c("kind", STRING, "", "`semaphore`, `data`, ..."),
+    ),
+)
+
+TABLES: dict[str, TableSpec] = {
+    t.name: t for t in (TRACKS, INSTRUCTIONS, DMA, KERNELS, OPS, COLLECTIVES, COUNTERS, FLOWS)
+}
+"""Every table of format v1, all required (a writer writes empty ones it has no rows for)."""
+
+PARTITION_KEY = "chip"
+"""Big tables may be split per chip: `<table>/chip=<n>/part-<k>.arrow` (Hive style)."""
+
+
+def spec(name: str) -> TableSpec:
+    """The spec of a table, or a one-sentence error for an unknown name."""
+    from simcore.errors import UserError
+
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise UserError(f"unknown table '{name}'; a trace has: {', '.join(TABLES)}.") from None
+
+
+def parse_version(text: object) -> tuple[int, int] | None:
+    """'1.0' -> (1, 0); None when `text` is not a MAJOR.MINOR string."""
+    if not isinstance(text, str):
+        return None
+    parts = text.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])

@@ -1,0 +1,318 @@
+"""Streaming, atomic writer for trace format v1.
+
+Rows arrive as record batches (or dicts of numpy arrays) and go straight to Arrow
+IPC files, so a 10-million-row table never exists as Python objects. Everything is
+written into a hidden temporary sibling directory that is renamed onto the target
+only when `close()` succeeds: an interrupted capture leaves nothing at the target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from simcore.errors import UserError
+from simcore.trace import schema as S
+
+COMPRESSIONS = (None, "lz4", "zstd")
+
+TableData = pa.RecordBatch | pa.Table | Mapping[str, Any]
+
+
+class _Vocabulary:
+    """One dictionary column's strings, shared by every batch and partition of a table.
+
+    Codes never change once given, so each file's dictionary is a prefix of the
+    table's vocabulary and codes agree across partitions (readers rely on that).
+    """
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.values: list[str] = []
+        self._array: pa.Array = pa.array([], pa.string())
+
+    def encode(self, arr: pa.DictionaryArray) -> pa.DictionaryArray:
+        local = arr.dictionary.to_pylist()
+        remap = np.empty(len(local), dtype=np.int32)
+        grew = False
+        for i, s in enumerate(local):
+            code = self.codes.get(s)
+            if code is None:
+                code = self.codes[s] = len(self.values)
+                self.values.append(s)
+                grew = True
+            remap[i] = code
+        if grew:
+            self._array = pa.array(self.values, pa.string())
+        indices = arr.indices.to_numpy(zero_copy_only=False)
+        if len(remap) and not np.array_equal(remap, np.arange(len(remap), dtype=np.int32)):
+            indices = remap[indices]
+        return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), self._array)
+
+
+def _dictionary_array(value: Any, n: int | None) -> pa.DictionaryArray:
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    if isinstance(value, pa.DictionaryArray):
+        return value
+    if isinstance(value, tuple) and len(value) == 2:  # (codes, vocabulary)
+        codes, vocab = value
+        return pa.DictionaryArray.from_arrays(
+            pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(vocab), pa.string())
+        )
+    if isinstance(value, str):
+        if n is None:
+            raise TypeError("a scalar string needs at least one array column to size it")
+        return pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string())
+        )
+    if isinstance(value, pa.Array):
+        return value.cast(pa.string()).dictionary_encode()
+    return pa.array(value, pa.string()).dictionary_encode()
+
+
+def _numeric_array(name: str, value: Any, type_: pa.DataType, n: int | None) -> pa.Array:
+    if isinstance(value, pa.ChunkedArray):
+        value = value.combine_chunks()
+    if isinstance(value, pa.Array):
+        return value if value.type == type_ else value.cast(type_)
+    if np.isscalar(value):
+        if n is None:
+            raise TypeError(f"column {name}: a scalar needs at least one array column to size it")
+        value = np.full(n, value)
+    arr = np.asarray(value)
+    want = type_.to_pandas_dtype()
+    if np.issubdtype(want, np.integer) and not (
+        np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_ or arr.size == 0
+    ):
+        raise TypeError(f"column {name}: integer column given {arr.dtype} values; round them first")
+    return pa.array(np.ascontiguousarray(arr, dtype=want), type_)
+
+
+def to_record_batch(spec: S.TableSpec, data: TableData) -> pa.RecordBatch:
+    """Build a batch with exactly the spec's columns and types from flexible input."""
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        data = {name: data.column(name) for name in data.schema.names}
+    names = set(data)
+    missing = [c for c in spec.column_names if c not in names]
+    extra = sorted(names - set(spec.column_names))
+    if missing or extra:
+        raise TypeError(f"table {spec.name}: missing columns {missing}, unknown columns {extra}")
+    n = next((len(v) for v in data.values() if not isinstance(v, str) and not np.isscalar(v)), None)
+    arrays = []
+    for col in spec.columns:
+        value = data[col.name]
+        if pa.types.is_dictionary(col.type):
+            arrays.append(_dictionary_array(value, n))
+        else:
+            arrays.append(_numeric_array(col.name, value, col.type, n))
+    lengths = {len(a) for a in arrays}
+    if len(lengths) > 1:
+        raise TypeError(f"table {spec.name}: columns have different lengths {sorted(lengths)}")
+    return pa.RecordBatch.from_arrays(arrays, schema=spec.schema)
+
+
+class _TableFile:
+    """One open Arrow IPC file (a table, or one chip's partition of it)."""
+
+    def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.sink = pa.OSFile(str(path), "wb")
+        self.writer = ipc.new_file(self.sink, schema, options=options)
+        self.rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(batch)
+        self.rows += batch.num_rows
+
+    def close(self) -> None:
+        self.writer.close()
+        self.sink.close()
+
+
+class TraceWriter:
+    """Write a trace directory `NAME.trnx/` atomically.
+
+    >>> with TraceWriter("run.trnx", meta={"hardware": hw, "workload": wl}) as w:
+    ...     w.write("tracks", {...})
+    ...     for batch in batches:
+    ...         w.write("instructions", batch)
+
+    Tables never written are written empty. With `chip=` a table is partitioned per
+    chip (`instructions/chip=3/part-0.arrow`); a table is either partitioned or not.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        meta: Mapping[str, Any] | None = None,
+        *,
+        compression: str | None = None,
+        overwrite: bool = False,
+    ) -> None:
+        if compression not in COMPRESSIONS:
+            raise UserError(f"unknown compression '{compression}'; choose lz4, zstd or none.")
+        self.path = Path(path)
+        if self.path.exists() and not overwrite:
+            raise UserError(f"{self.path} already exists; choose another name or pass --overwrite.")
+        if not self.path.parent.is_dir():
+            raise UserError(f"cannot write {self.path}: directory {self.path.parent} does not exist.")
+        self.meta: dict[str, Any] = dict(meta or {})
+        self.compression = compression
+        self._options = ipc.IpcWriteOptions(
+            compression={"lz4": "lz4", "zstd": "zstd", None: None}[compression],
+            emit_dictionary_deltas=True,
+        )
+        self._tmp = self.path.parent / f".{self.path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._tmp.mkdir()
+        self._files: dict[tuple[str, int | None], _TableFile] = {}
+        self._partitioned: dict[str, bool] = {}
+        self._vocab: dict[tuple[str, str], _Vocabulary] = {}
+        self._span = [None, None]  # min start, max end over interval tables
+        self._closed = False
+
+    # -- writing -----------------------------------------------------------------
+    def write(self, table: str, data: TableData, *, chip: int | None = None) -> None:
+        """Append rows to `table` (to chip `chip`'s partition when given)."""
+        if self._closed:
+            raise RuntimeError("trace writer is closed")
+        spec = S.spec(table)
+        partitioned = chip is not None
+        if self._partitioned.setdefault(table, partitioned) != partitioned:
+            raise TypeError(f"table {table}: mix of partitioned and unpartitioned writes")
+        batch = to_record_batch(spec, data)
+        batch = self._unify(spec, batch)
+        self._note_span(spec, batch)
+        key = (table, chip)
+        f = self._files.get(key)
+        if f is None:
+            f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), spec.schema, self._options)
+        if batch.num_rows:
+            f.write(batch)
+
+    def _unify(self, spec: S.TableSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
+        cols = list(batch.columns)
+        for i, col in enumerate(spec.columns):
+            if pa.types.is_dictionary(col.type):
+                vocab = self._vocab.setdefault((spec.name, col.name), _Vocabulary())
+                cols[i] = vocab.encode(cols[i])
+        return pa.RecordBatch.from_arrays(cols, schema=spec.schema)
+
+    def _note_span(self, spec: S.TableSpec, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows or spec.start_column is None:
+            return
+        start = batch.column(spec.start_column).to_numpy()
+        if spec.duration_column is not None:
+            end = start + batch.column(spec.duration_column).to_numpy()
+        elif spec.name == "collectives":
+            end = batch.column("end_ns").to_numpy()
+        else:
+            end = start
+        lo, hi = int(start.min()), int(end.max())
+        self._span[0] = lo if self._span[0] is None else min(self._span[0], lo)
+        self._span[1] = hi if self._span[1] is None else max(self._span[1], hi)
+
+    @staticmethod
+    def _relpath(table: str, chip: int | None) -> str:
+        if chip is None:
+            return table + S.TABLE_SUFFIX
+        return f"{table}/{S.PARTITION_KEY}={int(chip)}/part-0{S.TABLE_SUFFIX}"
+
+    # -- finishing ---------------------------------------------------------------
+    def close(self) -> Path:
+        """Finish every file, write meta.json and move the trace into place."""
+        if self._closed:
+            return self.path
+        try:
+            for name, spec in S.TABLES.items():
+                if name not in self._partitioned:
+                    self._files[(name, None)] = _TableFile(
+                        self._tmp / self._relpath(name, None), spec.schema, self._options
+                    )
+            for f in self._files.values():
+                f.close()
+            meta = self._final_meta()
+            (self._tmp / S.META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+            self._move_into_place()
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        return self.path
+
+    def _final_meta(self) -> dict[str, Any]:
+        tables: dict[str, Any] = {}
+        for name in S.TABLES:
+            parts = sorted(
+                ((chip, f) for (t, chip), f in self._files.items() if t == name),
+                key=lambda cf: -1 if cf[0] is None else cf[0],
+            )
+            entry: dict[str, Any] = {"rows": sum(f.rows for _, f in parts)}
+            if self._partitioned.get(name):
+                entry["partitions"] = [
+                    {"chip": chip, "file": self._relpath(name, chip), "rows": f.rows} for chip, f in parts
+                ]
+            else:
+                entry["file"] = self._relpath(name, None)
+            tables[name] = entry
+        meta = dict(self.meta)
+        meta["format"] = S.FORMAT_NAME
+        meta["version"] = S.FORMAT_VERSION
+        meta["time_unit"] = S.TIME_UNIT
+        meta["compression"] = self.compression or "none"
+        if "span_ns" not in meta:
+            lo, hi = self._span
+            meta["span_ns"] = [0 if lo is None else lo, 0 if hi is None else hi]
+        meta["tables"] = tables
+        return meta
+
+    def _move_into_place(self) -> None:
+        old = None
+        if self.path.exists():
+            old = self.path.parent / f".{self.path.name}.old-{uuid.uuid4().hex[:8]}"
+            os.rename(self.path, old)
+        os.rename(self._tmp, self.path)
+        if old is not None:
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+
+    def abort(self) -> None:
+        """Throw away everything written; the target path is left untouched."""
+        for f in self._files.values():
+            try:
+                f.close()
+            except Exception:  # already failing; the directory goes anyway
+                pass
+        self._files.clear()
+        shutil.rmtree(self._tmp, ignore_errors=True)
+        self._closed = True
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_trace(
+    path: str | os.PathLike[str],
+    tables: Mapping[str, TableData],
+    meta: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> Path:
+    """Write a whole trace in one call (small traces, tests)."""
+    with TraceWriter(path, meta, **kwargs) as w:
+        for name, data in tables.items():
+            w.write(name, data)
+    return w.path
