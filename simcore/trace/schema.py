@@ -42,6 +42,19 @@ TRACK_KINDS = (
     "counter",        # a sampled series in `counters`
 )
 
+# Counter track names (tracks.name of kind "counter") that analyses look for.
+# core = -1 marks chip-level counters.
+COUNTER_HBM_READ = "HBM Read Bandwidth"    # GB/s, chip-level
+COUNTER_HBM_WRITE = "HBM Write Bandwidth"  # GB/s, chip-level
+COUNTER_SBUF = "State Buffer Usage"        # bytes, per core
+COUNTER_PSUM = "PSUM Usage"                # bytes, per core
+COUNTER_THROTTLE = "Throttling"            # % of the tensor engine's full rate allowed (100 = unthrottled), per core
+COUNTER_LINK = "Link Bandwidth"            # GB/s, chip-level, all chip-to-chip links
+COUNTER_NAMES = (COUNTER_HBM_READ, COUNTER_HBM_WRITE, COUNTER_SBUF, COUNTER_PSUM, COUNTER_THROTTLE, COUNTER_LINK)
+
+# Opcodes with a meaning analyses rely on.
+OPCODE_TRANSPOSE = "Transpose"  # tensor-engine transpose; its flops are excluded from MFU
+
 
 @dataclass(frozen=True)
 class Column:
