@@ -1,0 +1,78 @@
+"""`trnx --version`, `info`, `validate` and `export` through the real command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from explorer import __version__
+from explorer.cli.main import COMMANDS
+from tracegen import write_tiny
+
+
+def trnx(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "explorer.cli.main", *args], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return write_tiny(tmp_path_factory.mktemp("cli") / "tiny.trnx")
+
+
+def test_version():
+    proc = trnx("--version")
+    assert proc.returncode == 0 and __version__ in proc.stdout
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help(command):
+    proc = trnx(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Usage: trnx {command}")
+
+
+def test_info_lists_hardware_rows_and_tracks(tiny):
+    proc = trnx("info", str(tiny))
+    assert proc.returncode == 0, proc.stderr
+    assert "test-chip" in proc.stdout
+    assert "instructions" in proc.stdout and " 8" in proc.stdout
+    assert "chip 0    5 tracks" in proc.stdout
+    facts = json.loads(trnx("info", str(tiny), "--json").stdout)
+    assert facts["rows"]["dma"] == 2 and facts["tracks_per_chip"] == {"0": 5}
+    assert facts["span_ns"] == [0, 400]
+
+
+def test_validate_ok(tiny):
+    proc = trnx("validate", str(tiny))
+    assert proc.returncode == 0 and "valid trace format 1.0" in proc.stdout
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_export_table(tiny, tmp_path, fmt):
+    out = tmp_path / f"instr.{fmt}"
+    proc = trnx("export", str(tiny), "--table", "instructions", "--format", fmt, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    df = pq.read_table(out).to_pandas() if fmt == "parquet" else pd.read_csv(out)
+    assert len(df) == 8 and list(df["opcode"][:2]) == ["MultiplyMoving", "MultiplyMoving"]
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["info", "/no/such.trnx"], "does not exist"),
+    (["export", "{tiny}", "--format", "csv", "-o", "{tmp}/x.csv"], "name it with --table"),
+    (["export", "{tiny}", "--table", "dma", "--format", "csv", "-o", "/no/such/dir/x.csv"], "does not exist"),
+    (["export", "{tiny}", "--table", "nope", "--format", "csv", "-o", "{tmp}/x.csv"], "Invalid value for '--table'"),
+    (["info"], "Missing argument 'TRACE'"),
+    (["frobnicate"], "No such command 'frobnicate'"),
+])
+def test_bad_arguments_exit_2_without_traceback(tiny, tmp_path, args, message):
+    proc = trnx(*[a.format(tiny=tiny, tmp=tmp_path) for a in args])
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "x.csv").exists()
