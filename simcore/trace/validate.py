@@ -61,20 +61,51 @@ def check_data(file: Path, spec: S.TableSpec, table: pa.Table) -> None:
     if spec.name == "collectives":
         _check_collectives(file, table)
     if spec.track_column is not None and spec.start_column is not None:
-        _check_sorted(file, spec, _numpy(table, spec.track_column), _numpy(table, spec.start_column))
+        _check_sorted(file, spec, table)
 
 
-def _check_sorted(file: Path, spec: S.TableSpec, track: np.ndarray, start: np.ndarray) -> None:
-    if len(track) < 2:
-        return
-    order = None
-    if not (np.diff(track) >= 0).all():  # not grouped by track: compare in track order
-        order = np.argsort(track, kind="stable")
-        track, start = track[order], start[order]
+def _check_sorted(file: Path, spec: S.TableSpec, table: pa.Table) -> None:
+    """Starts never decrease within a track.
+
+    Rows grouped by track (what writers should produce) are checked chunk by chunk
+    with no copy of the columns; other layouts fall back to a stable sort by track.
+    """
+    tracks = table.column(spec.track_column)
+    starts = table.column(spec.start_column)
+    if tracks.num_chunks != starts.num_chunks or any(
+        len(a) != len(b) for a, b in zip(tracks.chunks, starts.chunks)
+    ):
+        tracks, starts = tracks.combine_chunks(), starts.combine_chunks()
+        tracks, starts = pa.chunked_array([tracks]), pa.chunked_array([starts])
+    offset = 0
+    prev_track = prev_start = None
+    for tc, sc in zip(tracks.chunks, starts.chunks):
+        track, start = tc.to_numpy(), sc.to_numpy()
+        if len(track) == 0:
+            continue
+        if prev_track is not None:
+            if track[0] < prev_track:
+                return _check_sorted_ungrouped(file, spec, table)
+            if track[0] == prev_track and start[0] < prev_start:
+                _raise_unsorted(file, spec, offset, int(track[0]))
+        if (track[1:] < track[:-1]).any():
+            return _check_sorted_ungrouped(file, spec, table)
+        bad = np.flatnonzero((start[1:] < start[:-1]) & (track[1:] == track[:-1]))
+        if len(bad):
+            row = int(bad[0] + 1)
+            _raise_unsorted(file, spec, offset + row, int(track[row]))
+        offset += len(track)
+        prev_track, prev_start = track[-1], start[-1]
+
+
+def _check_sorted_ungrouped(file: Path, spec: S.TableSpec, table: pa.Table) -> None:
+    track, start = _numpy(table, spec.track_column), _numpy(table, spec.start_column)
+    order = np.argsort(track, kind="stable")
+    track, start = track[order], start[order]
     bad = np.flatnonzero((np.diff(track) == 0) & (np.diff(start) < 0))
     if len(bad):
         row = int(bad[0] + 1)
-        _raise_unsorted(file, spec, row if order is None else int(order[row]), int(track[row]))
+        _raise_unsorted(file, spec, int(order[row]), int(track[row]))
 
 
 def _raise_unsorted(file: Path, spec: S.TableSpec, row: int, track: int) -> None:

@@ -1,0 +1,129 @@
+"""Trace writer and reader throughput beside raw pyarrow.feather on the same table.
+
+Run: .venv/bin/python bench/trace_io.py [--rows 10000000] [--repeat 3]
+
+The floor is pyarrow's own Feather v2 write/read of the identical 10M-row
+`instructions` table in the same run; the goal is within 1.3x of it. Reported:
+  write    TraceWriter (streamed 1M-row batches, dictionary unification, meta,
+           atomic rename) vs feather.write_feather(uncompressed)
+  open     open_trace with full validation (magic, schema, row counts, nulls,
+           durations, per-track order) vs feather.read_table(memory_map=True)
+  open-nv  open_trace(validate=False): meta, magic and schema checks only
+  pandas   open_trace(...).to_pandas("instructions") (validated) vs
+           feather.read_table(memory_map=True).to_pandas()
+Each figure is the best of --repeat runs (the machine is shared and noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.feather as feather
+
+from simcore.trace import TraceWriter, open_trace
+from simcore.trace.schema import INSTRUCTIONS
+
+OPCODES = ["MultiplyMoving", "LoadStationary", "TensorTensor", "Activation", "TensorCopy", "DmaTrigger"]
+
+
+def make_table(rows: int, tracks: int = 64, batch: int = 1_000_000) -> pa.Table:
+    """A realistic instructions table: grouped by track, sorted starts, dictionary opcodes."""
+    rng = np.random.default_rng(0)
+    per_track = rows // tracks
+    batches = []
+    vocab = pa.array(OPCODES)
+    for b0 in range(0, rows, batch):
+        i = np.arange(b0, min(rows, b0 + batch), dtype=np.int64)
+        track = np.minimum(i // per_track, tracks - 1).astype(np.int32)
+        within = i - track.astype(np.int64) * per_track
+        dur = rng.integers(20, 400, len(i), dtype=np.int64)
+        codes = pa.array(rng.integers(0, len(OPCODES), len(i)).astype(np.int32))
+        batches.append(pa.RecordBatch.from_arrays([
+            pa.array(i), pa.array(track), pa.array(within * 500), pa.array(dur),
+            pa.DictionaryArray.from_arrays(codes, vocab), pa.array(i // 4096),
+            pa.array(rng.integers(0, 1 << 24, len(i), dtype=np.int64)), pa.array(np.full(len(i), 2048, np.int64)),
+            pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(i), np.int32)), pa.array(["bf16"])),
+        ], schema=INSTRUCTIONS.schema))
+    return pa.Table.from_batches(batches)
+
+
+def best(fn, repeat: int, before=lambda: None) -> float:
+    times = []
+    for _ in range(repeat):
+        before()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    table = make_table(args.rows)
+    work = Path(tempfile.mkdtemp(prefix="trnx-bench-"))
+    raw_file = work / "raw.arrow"
+    trace_dir = work / "run.trnx"
+
+    def clean_raw() -> None:  # each write starts from an empty directory
+        raw_file.unlink(missing_ok=True)
+
+    def clean_ours() -> None:
+        shutil.rmtree(trace_dir, ignore_errors=True)
+
+    def write_raw() -> None:
+        feather.write_feather(table, raw_file, compression="uncompressed", chunksize=1_000_000)
+
+    def write_ours() -> None:
+        with TraceWriter(trace_dir, overwrite=True) as w:
+            for batch in table.to_batches():
+                w.write("instructions", batch)
+
+    def open_raw() -> None:
+        t = feather.read_table(raw_file, memory_map=True)
+        assert t.num_rows == args.rows
+
+    def open_ours() -> None:
+        t = open_trace(trace_dir).instructions
+        assert t.num_rows == args.rows
+
+    def open_ours_unvalidated() -> None:
+        t = open_trace(trace_dir, validate=False).instructions
+        assert t.num_rows == args.rows
+
+    def pandas_raw() -> None:
+        assert len(feather.read_table(raw_file, memory_map=True).to_pandas()) == args.rows
+
+    def pandas_ours() -> None:
+        assert len(open_trace(trace_dir).to_pandas("instructions")) == args.rows
+
+    try:
+        results = []
+        for what, ours, raw in (("write", write_ours, write_raw), ("open", open_ours, open_raw),
+                                ("open-nv", open_ours_unvalidated, open_raw), ("pandas", pandas_ours, pandas_raw)):
+            if what == "write":
+                raw_t, ours_t = best(raw, args.repeat, clean_raw), best(ours, args.repeat, clean_ours)
+            else:
+                raw_t, ours_t = best(raw, args.repeat), best(ours, args.repeat)
+            results.append((what, ours_t, raw_t))
+        size = (trace_dir / "instructions.arrow").stat().st_size
+        print(f"instructions table: {args.rows:,} rows, {size / 1e6:,.0f} MB on disk")
+        print(f"{'step':<9}{'trnx':>10}{'rows/s':>14}{'MB/s':>10}{'pyarrow':>10}{'ratio':>8}")
+        for what, ours_t, raw_t in results:
+            print(f"{what:<9}{ours_t:>9.3f}s{args.rows / ours_t:>14,.0f}{size / 1e6 / ours_t:>10,.0f}"
+                  f"{raw_t:>9.3f}s{ours_t / raw_t:>8.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
