@@ -1,0 +1,52 @@
+"""`trnx import TRACE.json[.gz] ... -o OUT.trnx`: PyTorch-profiler traces into a trnx trace."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command(
+    "import",
+    help=(
+        "Import PyTorch-profiler (Kineto) traces, one file per rank (.json or .json.gz), into a "
+        "trnx trace. The rank comes from distributedInfo, else from 'rank<N>' in the file name. "
+        "Damaged files (truncated, trailing commas, control characters) keep every complete event. "
+        "Prints each rank's temporal breakdown (idle / compute / non-compute) and communication overlap."
+    ),
+)
+@click.argument("traces", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(), help="The trace directory to write (NAME.trnx).")
+@click.option("--python", "include_python", is_flag=True, help="Also import python_function events as ops (slower).")
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the import report and breakdown as JSON.")
+def import_trace(traces: tuple[str, ...], output: str, include_python: bool, overwrite: bool, as_json: bool) -> None:
+    from simcore.trace import open_trace
+    from explorer.interop import import_kineto
+    from explorer.model.temporal import breakdown, stragglers
+
+    report = import_kineto(list(traces), output, include_python=include_python, overwrite=overwrite)
+    trace = open_trace(report.path)
+    ranks = breakdown(trace)
+    slow = stragglers(trace)
+    slow_ranks = [int(r) for r in slow.loc[slow["is_straggler"], "rank"]] if len(slow) else []
+    if as_json:
+        click.echo(json.dumps({
+            "path": str(report.path), "ranks": report.ranks, "rows": report.rows,
+            "skipped_events": report.skipped_events, "repairs": report.repairs,
+            "breakdown": [r.to_dict() for r in ranks], "stragglers": slow_ranks,
+        }, indent=2))
+        return
+    for path, how in report.repairs.items():
+        click.echo(f"note: {path}: {how}", err=True)
+    if report.skipped_events:
+        click.echo(f"note: skipped {report.skipped_events:,} malformed events", err=True)
+    rows = ", ".join(f"{n} {c:,}" for n, c in report.rows.items())
+    click.echo(f"wrote {report.path}: {len(report.ranks)} rank(s); {rows}")
+    if ranks:
+        click.echo(f"{'rank':>6} {'idle %':>8} {'compute %':>10} {'non-compute %':>14} {'comm/comp overlap %':>20}")
+        for r in ranks:
+            click.echo(f"{r.rank:>6} {r.idle_pct:>8.1f} {r.compute_pct:>10.1f} {r.non_compute_pct:>14.1f} {r.overlap_pct:>20.1f}")
+    if slow_ranks:
+        click.echo("stragglers: rank " + ", ".join(map(str, slow_ranks)))

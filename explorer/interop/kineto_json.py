@@ -1,0 +1,174 @@
+"""Read a PyTorch-profiler (Kineto) trace file, whatever state it is in.
+
+The fast path is one `orjson.loads` over the (possibly gzipped) bytes. Real files
+are often not quite JSON: a profiler killed mid-write leaves a truncated file, some
+writers leave trailing commas, names carry raw control characters, NaN sneaks in.
+Those fall through to a tolerant path (Python's decoder with `strict=False`, then
+event-by-event salvage) that keeps every complete event it can find. Whatever
+happens, the result is a `KinetoFile` or one `UserError` sentence.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from simcore.errors import UserError
+
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_BYTES = 1 << 34  # 16 GiB of JSON: beyond that we refuse rather than exhaust memory
+
+
+@dataclass
+class KinetoFile:
+    """One rank's trace: its events and the top-level keys next to them."""
+
+    path: Path
+    events: list[Any]
+    header: dict[str, Any] = field(default_factory=dict)
+    repaired: str = ""  # how the file had to be repaired ("" when it parsed as-is)
+
+
+def _read_bytes(path: Path) -> tuple[bytes, str]:
+    """The file's JSON bytes (gunzipped when needed) and a note if the gzip was cut short."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a Kineto trace file.") from None
+    except FileNotFoundError:
+        raise UserError(f"{path} does not exist.") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}.") from None
+    if not raw.startswith(GZIP_MAGIC):
+        return raw, ""
+    try:
+        return gzip.decompress(raw), ""
+    except (OSError, EOFError, zlib.error):
+        pass
+    # a truncated or corrupt gzip stream: keep what decompresses
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = bytearray()
+    step = 1 << 20
+    try:
+        for i in range(0, len(raw), step):
+            out += d.decompress(raw[i : i + step])
+            if len(out) > MAX_BYTES:
+                raise UserError(f"{path} decompresses to more than {MAX_BYTES >> 30} GiB.")
+    except zlib.error:
+        pass
+    if not out:
+        raise UserError(f"{path} is a damaged gzip file with no readable content.")
+    return bytes(out), "gzip stream cut short"
+
+
+def load_kineto(path: str | os.PathLike[str]) -> KinetoFile:
+    """Parse one Kineto trace file (`.json` or `.json.gz`, object or bare event array)."""
+    p = Path(path)
+    data, note = _read_bytes(p)
+    if not data.strip():
+        raise UserError(f"{p} is empty.")
+    try:
+        doc = orjson.loads(data)
+        return _from_document(p, doc, note)
+    except orjson.JSONDecodeError:
+        pass
+    except RecursionError:
+        raise UserError(f"{p} nests JSON too deeply to be a Kineto trace.") from None
+    text = data.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text, strict=False)
+        return _from_document(p, doc, note or "non-strict JSON (control characters or NaN)")
+    except json.JSONDecodeError:
+        pass
+    except RecursionError:
+        raise UserError(f"{p} nests JSON too deeply to be a Kineto trace.") from None
+    return _salvage(p, text, note)
+
+
+def _from_document(path: Path, doc: Any, note: str) -> KinetoFile:
+    if isinstance(doc, list):
+        return KinetoFile(path, doc, {}, note)
+    if isinstance(doc, dict):
+        events = doc.get("traceEvents")
+        if events is None:
+            raise UserError(f"{path} is JSON but not a Kineto trace (no 'traceEvents' list).")
+        if not isinstance(events, list):
+            raise UserError(f"{path} has a 'traceEvents' that is not a list.")
+        header = {k: v for k, v in doc.items() if k != "traceEvents"}
+        return KinetoFile(path, events, header, note)
+    raise UserError(f"{path} is JSON but not a Kineto trace (expected an object or an event array).")
+
+
+# -- salvage: event by event ------------------------------------------------------------
+
+_STRING_OR_TRAILING_COMMA = re.compile(r'"(?:[^"\\]|\\.)*"|,(\s*[\]}])', re.S)
+_EVENTS_KEY = re.compile(r'"traceEvents"\s*:\s*\[')
+_HEADER_KEYS = ("distributedInfo", "deviceProperties", "schemaVersion", "traceName", "baseTimeNanoseconds")
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """Remove `,` before `]` or `}` outside strings (a linear scan; strings are left alone)."""
+    return _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(0), text)
+
+
+def _salvage(path: Path, text: str, note: str) -> KinetoFile:
+    """Keep every complete event of a damaged file; fail if there is none."""
+    decoder = json.JSONDecoder(strict=False)
+    cleaned = _drop_trailing_commas(text)
+    try:  # trailing commas were the only problem
+        doc = decoder.decode(cleaned)
+        return _from_document(path, doc, _join(note, "trailing commas removed"))
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    header: dict[str, Any] = {}
+    m = _EVENTS_KEY.search(cleaned)
+    if m is not None:
+        start = m.end()
+        head_text = cleaned[: m.start()]
+        for key in _HEADER_KEYS:
+            km = re.search(rf'"{key}"\s*:\s*', head_text)
+            if km is None:
+                continue
+            try:
+                header[key], _ = decoder.raw_decode(head_text, km.end())
+            except (json.JSONDecodeError, RecursionError):
+                pass
+    else:
+        stripped = cleaned.lstrip()
+        if not stripped.startswith("["):
+            raise UserError(f"{path} is not a Kineto trace: it is neither JSON nor a damaged trace-event file.")
+        start = len(cleaned) - len(stripped) + 1
+    events = _decode_array_items(decoder, cleaned, start)
+    if not events:
+        raise UserError(f"{path} is damaged and holds no complete trace event.")
+    return KinetoFile(path, events, header, _join(note, f"damaged JSON: kept {len(events):,} complete events"))
+
+
+def _decode_array_items(decoder: json.JSONDecoder, text: str, pos: int) -> list[Any]:
+    """Decode array items from `pos` until `]`, end of text, or the first broken item."""
+    items: list[Any] = []
+    n = len(text)
+    ws = " \t\r\n,"
+    while pos < n:
+        while pos < n and text[pos] in ws:
+            pos += 1
+        if pos >= n or text[pos] == "]":
+            break
+        try:
+            item, pos = decoder.raw_decode(text, pos)
+        except (json.JSONDecodeError, RecursionError):
+            break
+        items.append(item)
+    return items
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a else b
