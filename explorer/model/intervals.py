@@ -44,3 +44,80 @@ def union_length_in(start: np.ndarray, end: np.ndarray, t0: int, t1: int) -> int
 def busy_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int) -> np.ndarray:
     """Summed durations per group id (for tracks whose intervals never overlap)."""
     return np.bincount(group, weights=(end - start).astype(np.float64), minlength=n_groups).astype(np.int64)
+
+
+def overlaps(start: np.ndarray, end: np.ndarray, t0: int, t1: int) -> np.ndarray:
+    """Mask of intervals that share time with [t0, t1); a zero-length one counts when t0 <= start < t1."""
+    return (start < t1) & ((end > t0) | ((end == start) & (start >= t0)))
+
+
+def overlap_fraction(start: np.ndarray, end: np.ndarray, t0: int, t1: int) -> np.ndarray:
+    """Share of each interval's length inside [t0, t1) (1 or 0 for zero-length intervals).
+
+    Used to prorate per-interval totals (a kernel's FLOPs, bytes) to a time window,
+    assuming the interval did its work at a uniform rate.
+    """
+    s, e = clip(start, end, t0, t1)
+    length = (end - start).astype(np.float64)
+    inside = (e - s).astype(np.float64)
+    frac = np.divide(inside, length, out=np.zeros(len(start)), where=length > 0)
+    point = length <= 0
+    frac[point] = ((start[point] >= t0) & (start[point] < t1)).astype(np.float64)
+    return frac
+
+
+def union_runs_per_group(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The covered runs (group, run_start, run_end) of each group's intervals, sorted by group then time.
+
+    Each group is shifted into its own stretch of a single time line, so one sort
+    and one running maximum handle every group at once. Traces store intervals as
+    sorted runs per track, which the stable sort (timsort) merges in near-linear time.
+    Empty intervals are ignored.
+    """
+    keep = end > start
+    if not keep.any():
+        empty = np.array([], dtype=np.int64)
+        return empty, empty, empty
+    g = group[keep].astype(np.int64)
+    s = start[keep].astype(np.int64)
+    e = end[keep].astype(np.int64)
+    lo = int(s.min())
+    stride = int(e.max()) - lo + 1
+    if stride * (int(g.max()) + 2) >= 2**62:
+        raise ValueError("time span too large for a grouped union")
+    base = g * stride - lo
+    s = s + base
+    e = e + base
+    if not (s[1:] >= s[:-1]).all():
+        order = np.argsort(s, kind="stable")
+        s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    new_run = np.empty(len(s), dtype=bool)
+    new_run[0] = True
+    new_run[1:] = s[1:] > reach[:-1]
+    run_idx = np.flatnonzero(new_run)
+    run_start = s[run_idx]
+    run_end = reach[np.r_[run_idx[1:] - 1, len(s) - 1]]
+    run_group = run_start // stride
+    shift = run_group * stride - lo
+    return run_group, run_start - shift, run_end - shift
+
+
+def sum_per_group(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Exact int64 sums of `values` per group id (bincount with int64 weights)."""
+    if len(group) == 0:
+        return np.zeros(n_groups, dtype=np.int64)
+    order = None if (group[1:] >= group[:-1]).all() else np.argsort(group, kind="stable")
+    g = group if order is None else group[order]
+    v = values if order is None else values[order]
+    bounds = np.searchsorted(g, np.arange(n_groups + 1))
+    csum = np.concatenate(([0], np.cumsum(v, dtype=np.int64)))
+    return csum[bounds[1:]] - csum[bounds[:-1]]
+
+
+def union_length_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int) -> np.ndarray:
+    """Covered time per group id (overlaps inside a group counted once), int64 [n_groups]."""
+    g, s, e = union_runs_per_group(group, start, end)
+    return sum_per_group(g, e - s, n_groups)
