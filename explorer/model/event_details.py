@@ -1,0 +1,125 @@
+"""Everything the details panel shows about one event, and its dependencies.
+
+Fields come straight from the event's table row, its kernel -> op -> layer path and
+the `flows` table (edges whose source or destination is the event), so the GUI only
+lays them out. Dependencies carry `EventRef`s the panel turns into jump links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from explorer.model.trace_index import EventRef, TraceIndex, column_numpy, dictionary_codes
+from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+
+MAX_DEPENDENCIES = 200
+
+
+@dataclass(frozen=True)
+class Dependency:
+    direction: str  # "waits for" (this event depends on it) or "unblocks" (it depends on this one)
+    kind: str  # flows.kind: semaphore, data, ...
+    ref: EventRef | None  # None when the id is not in the trace
+    event_id: int
+    label: str  # "MultiplyMoving on TensorMatrix (core 0) at 1.2 us"
+
+
+@dataclass
+class EventDetails:
+    ref: EventRef
+    title: str
+    fields: list[tuple[str, str]] = field(default_factory=list)
+    dependencies: list[Dependency] = field(default_factory=list)
+    start_ns: int = 0
+    end_ns: int = 0
+    track_id: int = -1
+
+    def field(self, name: str) -> str | None:
+        return next((v for k, v in self.fields if k == name), None)
+
+
+def describe(index: TraceIndex, ref: EventRef) -> str:
+    """One line naming an event and where it ran."""
+    lane, _ = index.locate(ref)
+    t = lane.track
+    where = t.name if t.core < 0 else f"{t.name} (chip {t.chip} core {t.core})"
+    start, _ = index.interval(ref)
+    return f"{index.event_name(ref)} on {where} at {format_ns(start - index.span[0])}"
+
+
+def event_details(index: TraceIndex, ref: EventRef) -> EventDetails:
+    """The details panel's content for `ref`."""
+    ev = index.tables[ref.table]
+    row = ref.row
+    lane, _ = index.locate(ref)
+    start, end = index.interval(ref)
+    t = lane.track
+    d = EventDetails(ref, index.event_name(ref), start_ns=start, end_ns=end, track_id=t.track_id)
+    f = d.fields
+    f.append(("name", d.title))
+    f.append(("track", t.name if t.core < 0 else f"{t.name} \u2014 chip {t.chip}, core {t.core}"))
+    f.append(("start", format_ns(start - index.span[0])))
+    f.append(("duration", format_ns(end - start)))
+    f.append(("end", format_ns(end - index.span[0])))
+    v = ev.value
+    if ref.table in ("instructions", "dma"):
+        f.insert(1, ("id", str(v("id", row))))
+    if ref.table == "instructions":
+        flops, nbytes = v("flops", row), v("bytes", row)
+        f.append(("flops", f"{format_count(flops)}FLOP ({flops:,})" if flops else "0"))
+        f.append(("bytes", f"{format_bytes(nbytes)} ({nbytes:,})"))
+        dur = end - start
+        if dur > 0 and flops:
+            f.append(("throughput", f"{flops / dur / 1e3:.4g} TFLOP/s"))
+        f.append(("dtype", str(v("dtype", row))))
+        path = index.kernel_path(int(v("kernel_id", row)))
+    elif ref.table == "dma":
+        nbytes, parts = v("bytes", row), v("partitions", row)
+        f.append(("bytes", f"{format_bytes(nbytes)} ({nbytes:,})"))
+        f.append(("source", str(v("src", row))))
+        f.append(("destination", str(v("dst", row))))
+        f.append(("partitions", f"{parts} ({format_bytes(nbytes / max(parts, 1))} per partition)"))
+        if end > start:
+            f.append(("bandwidth", format_rate_gbps(nbytes / (end - start))))
+        path = index.kernel_path(int(v("kernel_id", row)))
+    elif ref.table == "kernels":
+        f.append(("flops", f"{format_count(v('flops', row))}FLOP"))
+        f.append(("model flops", f"{format_count(v('model_flops', row))}FLOP"))
+        f.append(("HBM read", format_bytes(v("hbm_read_bytes", row))))
+        f.append(("HBM write", format_bytes(v("hbm_write_bytes", row))))
+        f.append(("dtype", str(v("dtype", row))))
+        path = index.kernel_path(int(v("kernel_id", row)))
+    else:  # collectives
+        f.append(("algorithm", str(v("algorithm", row))))
+        f.append(("rank", f"{v('rank', row)} of {v('group_size', row)}"))
+        f.append(("bytes", format_bytes(v("bytes", row))))
+        f.append(("wait", format_ns(v("wait_ns", row))))
+        f.append(("transfer", format_ns(v("end_ns", row) - v("start_ns", row))))
+        f.append(("algorithm bandwidth", format_rate_gbps(v("algo_bw_gbps", row))))
+        f.append(("bus bandwidth", format_rate_gbps(v("bus_bw_gbps", row))))
+        path = {"kernel": "", **index.op_path(int(v("op_id", row)))}
+    for key in ("kernel", "op", "layer"):
+        if path.get(key):
+            f.append((key, path[key]))
+    if ref.table in ("instructions", "dma"):
+        d.dependencies = dependencies(index, int(v("id", row)))
+    return d
+
+
+def dependencies(index: TraceIndex, event_id: int) -> list[Dependency]:
+    """Flow edges into (waits for) and out of (unblocks) an event."""
+    flows = index.trace.flows
+    if flows.num_rows == 0:
+        return []
+    src, dst = column_numpy(flows, "src_id"), column_numpy(flows, "dst_id")
+    kcodes, kvocab = dictionary_codes(flows, "kind")
+    out = []
+    for direction, mine, other in (("waits for", dst, src), ("unblocks", src, dst)):
+        for i in np.flatnonzero(mine == event_id)[:MAX_DEPENDENCIES]:
+            oid = int(other[i])
+            ref = index.find_id(oid)
+            label = describe(index, ref) if ref is not None else f"event #{oid} (not in this trace)"
+            out.append(Dependency(direction, kvocab[kcodes[i]] if kvocab else "", ref, oid, label))
+    return out

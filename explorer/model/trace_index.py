@@ -1,0 +1,480 @@
+"""The timeline's index over a trace: per-track sorted numpy arrays and coverage.
+
+Every interval table (`instructions`, `dma`, `kernels`, `collectives`) becomes an
+`EventTable` whose rows are ordered by (track, start) — zero-copy views of the
+memory-mapped Arrow columns when the writer grouped rows by track, as the simulator
+does. A `Lane` is one track's slice of that order plus its busy-time `Coverage`, so
+the visible intervals of any time range are two `searchsorted` calls away and the
+per-pixel coverage costs O(pixels x log n): nothing the GUI does per frame grows
+with the trace. Building the index runs once, off the GUI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from explorer.model.counter_bins import CounterSeries
+from explorer.model.lod import Coverage, is_disjoint
+from simcore.errors import UserError
+from simcore.trace import Trace
+
+Progress = Callable[[float, str], None]
+"""progress(fraction 0..1, what is happening); may raise to cancel."""
+
+INTERVAL_TABLES = ("instructions", "dma", "kernels", "collectives")
+COLOUR_MODES = ("opcode", "kernel", "op", "layer")
+NO_NAME = "(none)"
+
+# Display order of engine rows inside a core, as in the Neuron profiler.
+KIND_ORDER = {
+    "kernel": 0, "tensor": 1, "tensor_matrix": 2, "vector": 3, "scalar": 4,
+    "gpsimd": 5, "sync": 6, "dma_queue": 7, "cc": 8, "counter": 9,
+}
+
+
+@dataclass(frozen=True)
+class TrackInfo:
+    track_id: int
+    chip: int
+    core: int
+    kind: str
+    name: str
+    unit: str
+
+
+@dataclass(frozen=True)
+class EventRef:
+    """One event: a row of an interval table (the row number in the trace's table)."""
+
+    table: str
+    row: int
+
+
+def column_numpy(table: pa.Table, name: str) -> np.ndarray:
+    """A column as numpy: zero-copy when it is one chunk without nulls."""
+    col = table.column(name)
+    if col.num_chunks == 1:
+        return col.chunk(0).to_numpy(zero_copy_only=False)
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=col.type.to_pandas_dtype())
+    return np.concatenate([c.to_numpy(zero_copy_only=False) for c in col.chunks])
+
+
+def dictionary_codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
+    """A dictionary column as (int32 codes, vocabulary).
+
+    The writer gives each table one growing vocabulary, so every chunk's dictionary
+    is a prefix of the longest one and codes agree across chunks.
+    """
+    col = table.column(name)
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=np.int32), []
+    chunks = [c for c in col.chunks]
+    longest = max((c.dictionary for c in chunks), key=len)
+    vocab = [str(v) for v in longest.to_pylist()]
+    if all(longest[: len(c.dictionary)].equals(c.dictionary) for c in chunks):
+        parts = [c.indices.to_numpy(zero_copy_only=False) for c in chunks]
+        codes = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return codes.astype(np.int32, copy=False), vocab
+    # dictionaries that disagree (written by another tool): re-encode by value
+    values = col.cast(pa.string()).to_numpy(zero_copy_only=False)
+    uniq, codes = np.unique(values.astype(str), return_inverse=True)
+    return codes.astype(np.int32), [str(u) for u in uniq]
+
+
+class EventTable:
+    """One interval table ordered by (track, start), with per-track bounds."""
+
+    def __init__(self, name: str, table: pa.Table) -> None:
+        self.name = name
+        self.table = table
+        n = table.num_rows
+        self.n = n
+        track = column_numpy(table, "track_id")
+        if name == "collectives":
+            start = column_numpy(table, "arrive_ns")
+            dur = column_numpy(table, "end_ns") - start
+        else:
+            start = column_numpy(table, "start_ns")
+            dur = column_numpy(table, "dur_ns")
+        self.order: np.ndarray | None = None
+        if n > 1:
+            same = track[1:] == track[:-1]
+            grouped = bool((track[1:] >= track[:-1]).all())
+            if not grouped or not bool((start[1:] >= start[:-1])[same].all()):
+                self.order = np.lexsort((start, track))
+                track, start, dur = track[self.order], start[self.order], dur[self.order]
+        if (dur < 0).any():
+            raise UserError(f"table '{name}' has a negative duration; run `trnx validate` on the trace.")
+        self.track = track
+        self.start = np.ascontiguousarray(start, dtype=np.int64)
+        self.dur = np.ascontiguousarray(dur, dtype=np.int64)
+        ids, first = np.unique(track, return_index=True) if n else (np.zeros(0, np.int32), np.zeros(0, np.int64))
+        last = np.r_[first[1:], n] if n else first
+        self.bounds: dict[int, tuple[int, int]] = {int(t): (int(a), int(b)) for t, a, b in zip(ids, first, last)}
+        self._row_to_pos: np.ndarray | None = None
+        self._codes: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._numeric: dict[str, np.ndarray] = {}
+
+    # -- positions <-> rows ------------------------------------------------------
+    def row(self, pos: int) -> int:
+        return int(pos if self.order is None else self.order[pos])
+
+    def pos(self, row: int) -> int:
+        if self.order is None:
+            return int(row)
+        if self._row_to_pos is None:
+            inv = np.empty(self.n, dtype=np.int64)
+            inv[self.order] = np.arange(self.n)
+            self._row_to_pos = inv
+        return int(self._row_to_pos[row])
+
+    def column(self, name: str) -> np.ndarray:
+        """A numeric column in table-row order (cached: a copy only when chunked)."""
+        got = self._numeric.get(name)
+        if got is None:
+            got = self._numeric[name] = column_numpy(self.table, name)
+        return got
+
+    def sorted_column(self, name: str) -> np.ndarray:
+        """A numeric column in (track, start) order."""
+        values = self.column(name)
+        return values if self.order is None else values[self.order]
+
+    def sorted_codes(self, name: str) -> tuple[np.ndarray, list[str]]:
+        """A dictionary column's codes in (track, start) order, and its vocabulary."""
+        cached = self._codes.get(name)
+        if cached is None:
+            codes, vocab = dictionary_codes(self.table, name)
+            if self.order is not None:
+                codes = codes[self.order]
+            cached = self._codes[name] = (codes, vocab)
+        return cached
+
+    def value(self, column: str, row: int) -> Any:
+        return self.table.column(column)[row].as_py()
+
+    def end(self, pos: int) -> int:
+        return int(self.start[pos] + self.dur[pos])
+
+
+@dataclass
+class Lane:
+    """One interval track: its slice [lo, hi) of an `EventTable` and its coverage."""
+
+    track: TrackInfo
+    events: EventTable
+    lo: int
+    hi: int
+    disjoint: bool
+    coverage: Coverage
+    reach: np.ndarray | None = None  # running max of ends, only for overlapping lanes
+
+    @property
+    def start(self) -> np.ndarray:
+        return self.events.start[self.lo:self.hi]
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.events.dur[self.lo:self.hi]
+
+    @property
+    def count(self) -> int:
+        return self.hi - self.lo
+
+    def visible(self, t0: float, t1: float) -> tuple[int, int]:
+        """Lane-relative [a, b) of the intervals that overlap [t0, t1)."""
+        start = self.start
+        if len(start) == 0:
+            return 0, 0
+        b = int(np.searchsorted(start, int(np.ceil(t1)), side="left"))
+        if self.reach is not None:
+            a = int(np.searchsorted(self.reach, int(np.floor(t0)), side="right"))
+        else:
+            a = max(int(np.searchsorted(start, int(np.floor(t0)), side="right")) - 1, 0)
+            if a < len(start) and start[a] + self.dur[a] <= t0 and a < b:
+                a += 1
+        return a, max(a, b)
+
+    def at(self, t: float, slack_ns: float = 0.0) -> int | None:
+        """Lane-relative index of the interval under time t (or within slack_ns of it)."""
+        start, dur = self.start, self.dur
+        if len(start) == 0:
+            return None
+        j = int(np.searchsorted(start, int(np.floor(t)), side="right")) - 1
+        best, best_d = None, slack_ns
+        for k in range(max(j - (8 if self.reach is not None else 0), 0), min(j + 2, len(start))):
+            s, e = float(start[k]), float(start[k] + dur[k])
+            d = 0.0 if s <= t < e or (s == e == t) else min(abs(t - s), abs(t - e))
+            if d < best_d or (d == 0.0 and best_d == 0.0 and best is None):
+                best, best_d = k, d
+            elif d == 0.0 and best is not None and best_d == 0.0 and dur[k] < dur[best]:
+                best = k  # the innermost of overlapping intervals
+        return best
+
+
+@dataclass
+class Hierarchy:
+    """kernel -> op -> layer names, resolved once for colouring and details."""
+
+    kernel_ids: np.ndarray  # sorted
+    kernel_rows: np.ndarray  # kernels-table row of each sorted id
+    names: dict[str, np.ndarray] = field(default_factory=dict)  # mode -> name per kernels row
+    op_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # sorted
+    op_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    op_names: np.ndarray = field(default_factory=lambda: np.zeros(0, object))
+    op_layer: np.ndarray = field(default_factory=lambda: np.zeros(0, object))  # layer name per ops row
+
+    def kernel_row(self, kernel_id: np.ndarray) -> np.ndarray:
+        """kernels-table row per kernel id, -1 when unknown."""
+        return _lookup(self.kernel_ids, self.kernel_rows, kernel_id)
+
+    def op_row(self, op_id: np.ndarray) -> np.ndarray:
+        return _lookup(self.op_ids, self.op_rows, op_id)
+
+
+def _lookup(sorted_keys: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    keys = np.asarray(keys, dtype=np.int64)
+    if len(sorted_keys) == 0:
+        return np.full(keys.shape, -1, dtype=np.int64)
+    i = np.clip(np.searchsorted(sorted_keys, keys), 0, len(sorted_keys) - 1)
+    return np.where(sorted_keys[i] == keys, rows[i], -1)
+
+
+def build_hierarchy(trace: Trace) -> Hierarchy:
+    ops = trace.ops
+    op_id = column_numpy(ops, "op_id").astype(np.int64)
+    parent = column_numpy(ops, "parent_id").astype(np.int64)
+    lcodes, lvocab = dictionary_codes(ops, "level")
+    ncodes, nvocab = dictionary_codes(ops, "name")
+    level = np.array(lvocab, dtype=object)[lcodes] if len(op_id) else np.zeros(0, object)
+    op_names = np.array(nvocab, dtype=object)[ncodes] if len(op_id) else np.zeros(0, object)
+    oorder = np.argsort(op_id, kind="stable")
+    h_ops = (op_id[oorder], oorder)
+    # walk every op up to its layer (a loop over depth, not over ops)
+    layer = np.full(len(op_id), NO_NAME, dtype=object)
+    cur = np.arange(len(op_id))
+    for _ in range(64):
+        ok = cur >= 0
+        if not ok.any():
+            break
+        is_layer = np.zeros(len(op_id), dtype=bool)
+        is_layer[ok] = level[cur[ok]] == "layer"
+        layer[is_layer] = op_names[cur[is_layer]]
+        nxt = np.full(len(op_id), -1, dtype=np.int64)
+        go = ok & ~is_layer
+        nxt[go] = _lookup(*h_ops, parent[cur[go]])
+        cur = nxt
+    kernels = trace.kernels
+    kid = column_numpy(kernels, "kernel_id").astype(np.int64)
+    korder = np.argsort(kid, kind="stable")
+    h = Hierarchy(kid[korder], korder, op_ids=h_ops[0], op_rows=h_ops[1], op_names=op_names, op_layer=layer)
+    kc, kv = dictionary_codes(kernels, "name")
+    kname = np.array(kv, dtype=object)[kc] if len(kid) else np.zeros(0, object)
+    orow = h.op_row(column_numpy(kernels, "op_id"))
+    h.names["kernel"] = kname
+    h.names["op"] = np.where(orow >= 0, op_names[np.maximum(orow, 0)] if len(op_id) else NO_NAME, NO_NAME)
+    h.names["layer"] = np.where(orow >= 0, layer[np.maximum(orow, 0)] if len(op_id) else NO_NAME, NO_NAME)
+    return h
+
+
+@dataclass
+class ColourCodes:
+    """One colouring: a name per category and, per interval table, a code per event."""
+
+    mode: str
+    names: list[str]
+    codes: dict[str, np.ndarray]  # table name -> int32 code per sorted position
+
+
+class TraceIndex:
+    """Everything the timeline needs to draw and query a trace without scanning it."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.span: tuple[int, int] = trace.span_ns
+        self.tracks: dict[int, TrackInfo] = {}
+        self.tables: dict[str, EventTable] = {}
+        self.lanes: dict[int, Lane] = {}
+        self.counters: dict[int, CounterSeries] = {}
+        self.hierarchy: Hierarchy | None = None
+        self._colours: dict[str, ColourCodes] = {}
+        self._id_index: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+
+    # -- building ----------------------------------------------------------------
+    @classmethod
+    def build(cls, trace: Trace, progress: Progress | None = None) -> TraceIndex:
+        """Index a trace (seconds for 10M events; call it off the GUI thread)."""
+        say = progress or (lambda f, m: None)
+        self = cls(trace)
+        say(0.02, "reading tracks")
+        tr = trace.tracks
+        ids = column_numpy(tr, "track_id")
+        chips, cores = column_numpy(tr, "chip"), column_numpy(tr, "core")
+        cols = {c: dictionary_codes(tr, c) for c in ("kind", "name", "unit")}
+        for i, tid in enumerate(ids):
+            self.tracks[int(tid)] = TrackInfo(
+                int(tid), int(chips[i]), int(cores[i]),
+                *(cols[c][1][cols[c][0][i]] for c in ("kind", "name", "unit")),
+            )
+        weights = {"instructions": 0.55, "dma": 0.15, "kernels": 0.05, "collectives": 0.05}
+        done = 0.05
+        for name in INTERVAL_TABLES:
+            say(done, f"indexing {name}")
+            events = self.tables[name] = EventTable(name, trace.table(name))
+            for tid, (lo, hi) in events.bounds.items():
+                info = self.tracks.get(tid) or self._unknown_track(tid)
+                start, dur = events.start[lo:hi], events.dur[lo:hi]
+                disjoint = is_disjoint(start, dur)
+                reach = None if disjoint else np.maximum.accumulate(start + dur)
+                self.lanes[tid] = Lane(info, events, lo, hi, disjoint, Coverage.build(start, dur, disjoint=disjoint), reach)
+            done += weights[name]
+        say(done, "indexing counters")
+        ctab = trace.counters
+        ctrack = column_numpy(ctab, "track_id")
+        ctime, cval = column_numpy(ctab, "time_ns"), column_numpy(ctab, "value")
+        if len(ctrack) > 1 and not bool((ctrack[1:] >= ctrack[:-1]).all()):
+            order = np.lexsort((ctime, ctrack))
+            ctrack, ctime, cval = ctrack[order], ctime[order], cval[order]
+        if len(ctrack):
+            cids, first = np.unique(ctrack, return_index=True)
+            last = np.r_[first[1:], len(ctrack)]
+            for tid, a, b in zip(cids, first, last):
+                info = self.tracks.get(int(tid)) or self._unknown_track(int(tid))
+                self.counters[int(tid)] = CounterSeries(info.name, info.unit, ctime[a:b], cval[a:b])
+        say(0.95, "resolving kernels and ops")
+        self.hierarchy = build_hierarchy(trace)
+        say(1.0, "ready")
+        return self
+
+    def _unknown_track(self, tid: int) -> TrackInfo:
+        info = self.tracks[tid] = TrackInfo(tid, 0, -1, "unknown", f"track {tid}", "")
+        return info
+
+    # -- events ------------------------------------------------------------------
+    @property
+    def event_count(self) -> int:
+        return sum(t.n for t in self.tables.values())
+
+    def ref(self, lane: Lane, index: int) -> EventRef:
+        """The event at lane-relative `index`."""
+        return EventRef(lane.events.name, lane.events.row(lane.lo + index))
+
+    def locate(self, ref: EventRef) -> tuple[Lane, int]:
+        """(lane, lane-relative index) of an event."""
+        events = self.tables[ref.table]
+        pos = events.pos(ref.row)
+        tid = int(events.track[pos])
+        lane = self.lanes[tid]
+        return lane, pos - lane.lo
+
+    def interval(self, ref: EventRef) -> tuple[int, int]:
+        """(start, end) of an event in ns."""
+        events = self.tables[ref.table]
+        pos = events.pos(ref.row)
+        return int(events.start[pos]), events.end(pos)
+
+    def find_id(self, event_id: int) -> EventRef | None:
+        """The instruction or DMA transfer with this event id."""
+        for name in ("instructions", "dma"):
+            ids, order = self._ids(name)
+            i = int(np.searchsorted(ids, event_id))
+            if i < len(ids) and ids[i] == event_id:
+                return EventRef(name, int(i if order is None else order[i]))
+        return None
+
+    def _ids(self, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+        got = self._id_index.get(name)
+        if got is None:
+            ids = column_numpy(self.tables[name].table, "id")
+            if len(ids) > 1 and not bool((ids[1:] > ids[:-1]).all()):
+                order = np.argsort(ids, kind="stable")
+                got = (ids[order], order)
+            else:
+                got = (ids, None)
+            self._id_index[name] = got
+        return got
+
+    def event_name(self, ref: EventRef) -> str:
+        t = self.tables[ref.table]
+        if ref.table == "instructions":
+            return str(t.value("opcode", ref.row))
+        if ref.table == "dma":
+            return f"DMA {t.value('src', ref.row)}\u2192{t.value('dst', ref.row)}"
+        if ref.table == "kernels":
+            return str(t.value("name", ref.row))
+        return str(t.value("kind", ref.row))
+
+    def kernel_path(self, kernel_id: int) -> dict[str, str]:
+        """Kernel, op and layer names of a kernel id ('' when unknown)."""
+        h = self.hierarchy
+        if h is None or kernel_id < 0:
+            return {"kernel": "", "op": "", "layer": ""}
+        row = int(h.kernel_row(np.array([kernel_id]))[0])
+        if row < 0:
+            return {"kernel": "", "op": "", "layer": ""}
+        return {m: str(h.names[m][row]) for m in ("kernel", "op", "layer")}
+
+    def op_path(self, op_id: int) -> dict[str, str]:
+        h = self.hierarchy
+        if h is None or op_id < 0:
+            return {"op": "", "layer": ""}
+        row = int(h.op_row(np.array([op_id]))[0])
+        if row < 0:
+            return {"op": "", "layer": ""}
+        return {"op": str(h.op_names[row]), "layer": str(h.op_layer[row])}
+
+    # -- colouring ---------------------------------------------------------------
+    def colours(self, mode: str) -> ColourCodes:
+        """Category names and per-event codes for colouring by opcode, kernel, op or layer."""
+        if mode not in COLOUR_MODES:
+            raise UserError(f"unknown colour mode '{mode}'; choose one of {', '.join(COLOUR_MODES)}.")
+        got = self._colours.get(mode)
+        if got is None:
+            got = self._colours[mode] = self._build_colours(mode)
+        return got
+
+    def _build_colours(self, mode: str) -> ColourCodes:
+        names: dict[str, int] = {}
+
+        def assign(values: list[str] | np.ndarray, local: np.ndarray) -> np.ndarray:
+            """Global codes for `values[local]`; only names actually used get a code."""
+            if len(local) == 0:
+                return np.zeros(0, np.int32)
+            used = np.bincount(local, minlength=len(values)) > 0
+            remap = np.zeros(len(values), dtype=np.int32)
+            for i in np.flatnonzero(used):
+                remap[i] = names.setdefault(str(values[i]), len(names))
+            return remap[local]
+
+        codes: dict[str, np.ndarray] = {}
+        h = self.hierarchy
+        none = np.array([NO_NAME], dtype=object)
+        for tname, events in self.tables.items():
+            if mode == "opcode":
+                col = {"instructions": "opcode", "kernels": "name", "collectives": "kind"}.get(tname)
+                if col is not None:
+                    local, vocab = events.sorted_codes(col)
+                    codes[tname] = assign(vocab, local)
+                else:  # dma: by direction
+                    s, sv = events.sorted_codes("src")
+                    d, dv = events.sorted_codes("dst")
+                    pairs = [f"DMA {a}\u2192{b}" for a in sv for b in dv]
+                    codes[tname] = assign(pairs, s.astype(np.int64) * max(len(dv), 1) + d)
+                continue
+            assert h is not None
+            if tname == "collectives":
+                orow = h.op_row(events.sorted_column("op_id"))
+                source = h.op_names if mode in ("op", "kernel") else h.op_layer
+                vals = np.concatenate([source, none])
+                codes[tname] = assign(vals, np.where(orow >= 0, orow, len(vals) - 1))
+                continue
+            krow = h.kernel_row(events.sorted_column("kernel_id"))
+            vals = np.concatenate([h.names[mode], none])
+            codes[tname] = assign(vals, np.where(krow >= 0, krow, len(vals) - 1))
+        return ColourCodes(mode, list(names), codes)
