@@ -1,0 +1,125 @@
+"""Find an event (an instruction or a DMA transfer) by its id, in O(log n).
+
+`instructions.id` and `dma.id` share one id space and `flows` refers to it; the
+dependency view, the operator tree and recommendations all need "which row is
+event 123", so the sorted id index is built once per trace and shared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from explorer.model.scope import codes, num
+from simcore.errors import UserError
+from simcore.trace import Trace
+
+INSTRUCTION, DMA = 0, 1
+TABLE_NAMES = ("instructions", "dma")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event, with the ids that link it back into the trace."""
+
+    id: int
+    table: str  # "instructions" or "dma"
+    row: int
+    track_id: int
+    start_ns: int
+    dur_ns: int
+    name: str  # opcode, or "DMA hbm->sbuf"
+    kernel_id: int
+    flops: int
+    bytes: int
+    dtype: str
+
+    @property
+    def end_ns(self) -> int:
+        return self.start_ns + self.dur_ns
+
+    @property
+    def node(self) -> str:
+        return f"{'instruction' if self.table == 'instructions' else 'dma'}:{self.id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "end_ns": self.end_ns, "node": self.node}
+
+
+class EventIndex:
+    """Sorted ids of every instruction and DMA transfer, with their table and row."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        ins_ids = num(trace.instructions, "id")
+        dma_ids = num(trace.dma, "id")
+        ids = np.concatenate([ins_ids, dma_ids]).astype(np.int64)
+        table = np.concatenate([np.zeros(len(ins_ids), np.int8), np.ones(len(dma_ids), np.int8)])
+        row = np.concatenate([np.arange(len(ins_ids)), np.arange(len(dma_ids))]).astype(np.int64)
+        if len(ids) > 1 and not (ids[1:] >= ids[:-1]).all():
+            order = np.argsort(ids, kind="stable")
+            ids, table, row = ids[order], table[order], row[order]
+        self.ids, self.table, self.row = ids, table, row
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def locate(self, event_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(table code, row) per id; table -1 where the id is not an event of this trace."""
+        q = np.asarray(event_ids, dtype=np.int64)
+        pos = np.searchsorted(self.ids, q)
+        pos_c = np.minimum(pos, max(len(self.ids) - 1, 0))
+        found = (pos < len(self.ids)) & (self.ids[pos_c] == q) if len(self.ids) else np.zeros(len(q), bool)
+        table = np.where(found, self.table[pos_c] if len(self.ids) else -1, -1).astype(np.int64)
+        row = np.where(found, self.row[pos_c] if len(self.ids) else -1, -1)
+        return table, row
+
+    @cached_property
+    def _columns(self) -> dict[int, dict[str, Any]]:
+        out = {}
+        for code, name in enumerate(TABLE_NAMES):
+            t = self.trace.table(name)
+            cols = {c: num(t, c) for c in ("track_id", "start_ns", "dur_ns", "kernel_id", "bytes")}
+            cols["flops"] = num(t, "flops") if "flops" in t.column_names else None
+            if name == "instructions":
+                cols["name"] = codes(t, "opcode")
+                cols["dtype"] = codes(t, "dtype")
+            else:
+                cols["src"] = codes(t, "src")
+                cols["dst"] = codes(t, "dst")
+            out[code] = cols
+        return out
+
+    def event(self, event_id: int) -> Event:
+        """The event with this id; an unknown id raises a one-sentence UserError."""
+        table, row = self.locate(np.array([event_id]))
+        if table[0] < 0:
+            raise UserError(f"event {event_id} is not an instruction or DMA transfer of this trace.")
+        return self.event_at(int(table[0]), int(row[0]))
+
+    def event_at(self, table: int, row: int) -> Event:
+        c = self._columns[table]
+        if table == INSTRUCTION:
+            name = c["name"][1][c["name"][0][row]]
+            dtype = c["dtype"][1][c["dtype"][0][row]]
+            flops = int(c["flops"][row])
+        else:
+            name = f"DMA {c['src'][1][c['src'][0][row]]}->{c['dst'][1][c['dst'][0][row]]}"
+            dtype, flops = "", 0
+        ids = num(self.trace.table(TABLE_NAMES[table]), "id")
+        return Event(
+            id=int(ids[row]),
+            table=TABLE_NAMES[table],
+            row=row,
+            track_id=int(c["track_id"][row]),
+            start_ns=int(c["start_ns"][row]),
+            dur_ns=int(c["dur_ns"][row]),
+            name=str(name),
+            kernel_id=int(c["kernel_id"][row]),
+            flops=flops,
+            bytes=int(c["bytes"][row]),
+            dtype=str(dtype),
+        )

@@ -1,0 +1,438 @@
+"""The drill-down tree model -> layer -> op -> kernel -> instruction, with metrics per row.
+
+`Hierarchy(trace)` computes kernel and op rows once (vectorised; instructions are
+only touched through per-kernel bincounts) and hands out plain DataFrames with
+stable columns, so a Qt tree/table model only displays them:
+
+    node, parent, level, id, name, kind, chip, core, track_id, start_ns, end_ns,
+    dur_ns, share_percent, flops, model_flops, hbm_bytes, tflops, gbps,
+    arithmetic_intensity, bound, dtype, instruction_count
+
+`node` keys link rows to the trace: "op:<op_id>", "kernel:<kernel_id>",
+"instruction:<id>", "dma:<id>". Instruction rows are produced on demand per kernel
+(`children("kernel:7")`); `ancestors(node)` walks back up for "select on the
+timeline, select in the tree".
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from explorer.model.bound import classify
+from explorer.model.events import DMA, INSTRUCTION, EventIndex
+from explorer.model.intervals import union_length_per_group
+from explorer.model.peaks import Peaks
+from explorer.model.scope import COLLECTIVE_KINDS, Tracks, codes, num, strings
+from simcore.errors import UserError
+from simcore.trace import Trace
+
+LEVELS = ("model", "layer", "op", "kernel", "instruction")
+ROW_COLUMNS = (
+    "node", "parent", "level", "id", "name", "kind", "chip", "core", "track_id", "start_ns", "end_ns",
+    "dur_ns", "share_percent", "flops", "model_flops", "hbm_bytes", "tflops", "gbps",
+    "arithmetic_intensity", "bound", "dtype", "instruction_count",
+)
+# instruction track kinds counted separately for a kernel's busiest-engine time
+_ENGINE_ROWS = ("tensor", "tensor_matrix", "vector", "scalar", "gpsimd", "sync")
+
+
+def _rate(num_: np.ndarray, dur_ns: np.ndarray, scale: float) -> np.ndarray:
+    dur = np.asarray(dur_ns, dtype=np.float64)
+    return np.divide(np.asarray(num_, dtype=np.float64), dur * scale, out=np.full(len(dur), np.nan), where=dur > 0)
+
+
+class Hierarchy:
+    """Metrics for every op and kernel of a trace, and the tree that links them."""
+
+    def __init__(self, trace: Trace, tracks: Tracks | None = None, peaks: Peaks | None = None) -> None:
+        self.trace = trace
+        self.tracks = tracks or Tracks.of(trace)
+        self.peaks = peaks or Peaks.from_meta(trace.hardware)
+        self.total_ns = max(trace.duration_ns, 1)
+
+    # -- kernels -------------------------------------------------------------------
+    @cached_property
+    def kernels(self) -> pd.DataFrame:
+        """One row per kernel: time, FLOPs, bytes, rates, roofline times, detail, bound."""
+        k = self.trace.kernels
+        ids = num(k, "kernel_id").astype(np.int64)
+        df = pd.DataFrame({
+            "kernel_id": ids,
+            "op_id": num(k, "op_id").astype(np.int64),
+            "chip": num(k, "chip"),
+            "core": num(k, "core"),
+            "track_id": num(k, "track_id"),
+            "name": strings(k, "name"),
+            "dtype": strings(k, "dtype"),
+            "start_ns": num(k, "start_ns"),
+            "dur_ns": num(k, "dur_ns"),
+            "flops": num(k, "flops"),
+            "model_flops": num(k, "model_flops"),
+            "hbm_read_bytes": num(k, "hbm_read_bytes"),
+            "hbm_write_bytes": num(k, "hbm_write_bytes"),
+        })
+        df["end_ns"] = df["start_ns"] + df["dur_ns"]
+        df["hbm_bytes"] = df["hbm_read_bytes"] + df["hbm_write_bytes"]
+        df["tflops"] = _rate(df["flops"], df["dur_ns"], 1e3)  # FLOP/ns / 1e3 = TFLOPS
+        df["gbps"] = _rate(df["hbm_bytes"], df["dur_ns"], 1.0)  # bytes/ns = GB/s
+        df["arithmetic_intensity"] = np.divide(
+            df["flops"].to_numpy(np.float64), df["hbm_bytes"].to_numpy(np.float64),
+            out=np.full(len(df), np.nan), where=df["hbm_bytes"].to_numpy() > 0,
+        )
+        peak = np.array([self.peaks.peak_tflops_for(d) or np.nan for d in df["dtype"]], dtype=np.float64)
+        df["t_compute_ns"] = df["flops"] / (peak * 1e3)
+        bw = self.peaks.hbm_bytes_per_s
+        df["t_hbm_ns"] = df["hbm_bytes"] / (bw / 1e9) if bw else np.nan
+        busy, count, dma_busy, dma_count = self._kernel_detail(ids)
+        df["instruction_count"] = count
+        df["dma_count"] = dma_count
+        detail = (count + dma_count) > 0
+        df["engine_busy_ns"] = np.where(detail, busy, np.nan)
+        df["dma_busy_ns"] = np.where(detail, dma_busy, np.nan)
+        op_kind = self._op_kind_of(df["op_id"].to_numpy())
+        df["bound"] = classify(df["dur_ns"], df["t_compute_ns"], df["t_hbm_ns"], df["engine_busy_ns"],
+                               df["dma_busy_ns"], np.isin(op_kind, COLLECTIVE_KINDS))
+        df["share_percent"] = 100.0 * df["dur_ns"] / self.total_ns
+        return df
+
+    def _kernel_index(self, ids: np.ndarray, kernel_of_row: np.ndarray) -> np.ndarray:
+        """Row index into `ids` of each event's kernel, -1 when it has none."""
+        if len(ids) == 0 or len(kernel_of_row) == 0:
+            return np.full(len(kernel_of_row), -1, np.int64)
+        order = np.argsort(ids, kind="stable")
+        pos = np.searchsorted(ids[order], kernel_of_row)
+        pos_c = np.minimum(pos, len(ids) - 1)
+        ok = ids[order][pos_c] == kernel_of_row
+        return np.where(ok, order[pos_c], -1)
+
+    def _kernel_detail(self, ids: np.ndarray) -> tuple[np.ndarray, ...]:
+        n = len(ids)
+        ins = self.trace.instructions
+        busy = np.zeros(n)
+        count = np.zeros(n, np.int64)
+        if ins.num_rows and n:
+            kidx = self._kernel_index(ids, num(ins, "kernel_id"))
+            kind_idx = np.full(len(self.tracks), -1, np.int64)
+            for i, kind in enumerate(_ENGINE_ROWS):
+                kind_idx[self.tracks.kind == kind] = i
+            row_kind = kind_idx[num(ins, "track_id")]
+            ok = (kidx >= 0) & (row_kind >= 0)
+            per = np.bincount(kidx[ok] * len(_ENGINE_ROWS) + row_kind[ok],
+                              weights=num(ins, "dur_ns")[ok].astype(np.float64),
+                              minlength=n * len(_ENGINE_ROWS)).reshape(n, len(_ENGINE_ROWS))
+            busy = per.max(axis=1)
+            count = np.bincount(kidx[kidx >= 0], minlength=n)
+        dma = self.trace.dma
+        dma_busy = np.zeros(n)
+        dma_count = np.zeros(n, np.int64)
+        if dma.num_rows and n:
+            kidx = self._kernel_index(ids, num(dma, "kernel_id"))
+            ok = kidx >= 0
+            s = num(dma, "start_ns")[ok]
+            dma_busy = union_length_per_group(kidx[ok], s, s + num(dma, "dur_ns")[ok], n).astype(np.float64)
+            dma_count = np.bincount(kidx[ok], minlength=n)
+        return busy, count, dma_busy, dma_count
+
+    # -- ops -----------------------------------------------------------------------
+    @cached_property
+    def _ops_raw(self) -> pd.DataFrame:
+        o = self.trace.ops
+        return pd.DataFrame({
+            "op_id": num(o, "op_id").astype(np.int64),
+            "parent_id": num(o, "parent_id").astype(np.int64),
+            "level": strings(o, "level"),
+            "name": strings(o, "name"),
+            "kind": strings(o, "kind"),
+            "start_ns": num(o, "start_ns"),
+            "dur_ns": num(o, "dur_ns"),
+        })
+
+    def _op_kind_of(self, op_ids: np.ndarray) -> np.ndarray:
+        raw = self._ops_raw
+        kind = dict(zip(raw["op_id"].tolist(), raw["kind"].tolist()))
+        return np.array([kind.get(int(i), "") for i in op_ids], dtype=object) if len(op_ids) < 50_000 else (
+            pd.Series(op_ids).map(kind).fillna("").to_numpy(dtype=object)
+        )
+
+    @cached_property
+    def _ancestry(self) -> tuple[np.ndarray, np.ndarray]:
+        """(parent row per op row, depth per op row); a cycle raises UserError."""
+        raw = self._ops_raw
+        ids = raw["op_id"].to_numpy()
+        pos = pd.Index(ids)
+        if not pos.is_unique:
+            raise UserError("the trace's ops table repeats an op_id; each op needs a unique id.")
+        parent = pos.get_indexer(raw["parent_id"].to_numpy())
+        depth = np.zeros(len(ids), np.int64)
+        cur = parent.copy()
+        for _ in range(256):
+            live = cur >= 0
+            if not live.any():
+                return parent, depth
+            depth[live] += 1
+            cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+        raise UserError("the trace's ops table has a parent_id cycle; the op hierarchy must be a tree.")
+
+    def _pairs(self, op_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(item index, ancestor op row) for each item's op and every op above it."""
+        parent, _ = self._ancestry
+        items, anc = [], []
+        cur = op_rows.copy()
+        idx = np.arange(len(op_rows))
+        while True:
+            live = cur >= 0
+            if not live.any():
+                break
+            items.append(idx[live])
+            anc.append(cur[live])
+            cur = np.where(live, parent[np.maximum(cur, 0)], -1)
+        if not items:
+            return np.array([], np.int64), np.array([], np.int64)
+        return np.concatenate(items), np.concatenate(anc)
+
+    @cached_property
+    def ops(self) -> pd.DataFrame:
+        """One row per op (model, layer, op): kernel totals over its subtree, rates, bound."""
+        raw = self._ops_raw.copy()
+        n = len(raw)
+        parent, depth = self._ancestry
+        raw["depth"] = depth
+        raw["end_ns"] = raw["start_ns"] + raw["dur_ns"]
+        k = self.kernels
+        k_op = pd.Index(raw["op_id"]).get_indexer(k["op_id"].to_numpy()) if n else np.full(len(k), -1)
+        item, anc = self._pairs(k_op)
+        sums = {}
+        for col in ("flops", "model_flops", "hbm_read_bytes", "hbm_write_bytes", "dur_ns", "instruction_count"):
+            sums[col] = np.bincount(anc, weights=k[col].to_numpy(np.float64)[item], minlength=n)
+        for col in ("t_compute_ns", "engine_busy_ns", "dma_busy_ns"):
+            v = k[col].to_numpy(np.float64)[item]
+            sums[col] = np.bincount(anc, weights=np.nan_to_num(v), minlength=n)
+            sums[col + "_known"] = np.bincount(anc, weights=(~np.isnan(v)).astype(float), minlength=n)
+        unit = k["chip"].to_numpy(np.int64)[item] * 4096 + k["core"].to_numpy(np.int64)[item]
+        pairs = pd.DataFrame({"anc": anc, "unit": unit, "chip": k["chip"].to_numpy()[item]})
+        cores = pairs.drop_duplicates(["anc", "unit"]).groupby("anc").size().reindex(range(n), fill_value=0).to_numpy()
+        chips = pairs.drop_duplicates(["anc", "chip"]).groupby("anc").size().reindex(range(n), fill_value=0).to_numpy()
+        kcount = np.bincount(anc, minlength=n)
+        raw["kernel_count"] = kcount
+        raw["cores"] = cores
+        raw["chips"] = chips
+        raw["flops"] = sums["flops"].astype(np.int64)
+        raw["model_flops"] = sums["model_flops"].astype(np.int64)
+        raw["hbm_read_bytes"] = sums["hbm_read_bytes"].astype(np.int64)
+        raw["hbm_write_bytes"] = sums["hbm_write_bytes"].astype(np.int64)
+        raw["hbm_bytes"] = raw["hbm_read_bytes"] + raw["hbm_write_bytes"]
+        raw["kernel_time_ns"] = sums["dur_ns"].astype(np.int64)
+        raw["instruction_count"] = sums["instruction_count"].astype(np.int64)
+        raw["tflops"] = _rate(raw["flops"], raw["dur_ns"], 1e3)
+        raw["gbps"] = _rate(raw["hbm_bytes"], raw["dur_ns"], 1.0)
+        raw["arithmetic_intensity"] = np.divide(
+            raw["flops"].to_numpy(np.float64), raw["hbm_bytes"].to_numpy(np.float64),
+            out=np.full(n, np.nan), where=raw["hbm_bytes"].to_numpy() > 0,
+        )
+        ncores = np.maximum(cores, 1).astype(np.float64)
+        all_known = sums["t_compute_ns_known"] == kcount
+        raw["t_compute_ns"] = np.where(all_known & (kcount > 0), sums["t_compute_ns"] / ncores, np.nan)
+        bw = self.peaks.hbm_bytes_per_s
+        raw["t_hbm_ns"] = raw["hbm_bytes"] / (bw / 1e9) / np.maximum(chips, 1) if bw else np.nan
+        raw.loc[kcount == 0, "t_hbm_ns"] = np.nan
+        detail = sums["engine_busy_ns_known"] > 0
+        raw["engine_busy_ns"] = np.where(detail, sums["engine_busy_ns"] / ncores, np.nan)
+        raw["dma_busy_ns"] = np.where(detail, sums["dma_busy_ns"] / ncores, np.nan)
+        is_cc = np.isin(raw["kind"].to_numpy(), COLLECTIVE_KINDS)
+        bound = classify(raw["dur_ns"], raw["t_compute_ns"], raw["t_hbm_ns"], raw["engine_busy_ns"],
+                         raw["dma_busy_ns"], is_cc)
+        raw["bound"] = self._dominant_bound(bound, parent)
+        raw["share_percent"] = 100.0 * raw["dur_ns"] / self.total_ns
+        raw["parent_row"] = parent
+        return raw
+
+    def _dominant_bound(self, bound: np.ndarray, parent: np.ndarray) -> np.ndarray:
+        """Ops with child ops take the bound that covers most of their leaf ops' time."""
+        n = len(bound)
+        has_child = np.zeros(n, bool)
+        has_child[parent[parent >= 0]] = True
+        leaves = np.flatnonzero(~has_child)
+        if not has_child.any():
+            return bound
+        item, anc = self._pairs(leaves)
+        dur = self._ops_raw["dur_ns"].to_numpy(np.float64)[leaves][item]
+        frame = pd.DataFrame({"anc": anc, "bound": bound[leaves][item], "dur": dur})
+        frame = frame[frame["bound"] != "unknown"]
+        best = frame.groupby(["anc", "bound"])["dur"].sum().reset_index().sort_values(
+            ["anc", "dur"], ascending=[True, False]).drop_duplicates("anc").set_index("anc")["bound"]
+        out = bound.copy()
+        parents = np.flatnonzero(has_child)
+        out[parents] = best.reindex(parents).fillna("unknown").to_numpy(dtype=object)
+        return out
+
+    # -- the tree ------------------------------------------------------------------
+    def rows(self, levels: tuple[str, ...] = ("model", "layer", "op", "kernel")) -> pd.DataFrame:
+        """The operator table: op and kernel rows with `ROW_COLUMNS`, parents before children."""
+        parts = []
+        if any(lv in levels for lv in ("model", "layer", "op")):
+            o = self.ops
+            o = o[o["level"].isin(levels)]
+            parent_ids = self._ops_raw["op_id"].to_numpy()
+            pr = o["parent_row"].to_numpy()
+            parts.append(pd.DataFrame({
+                "node": "op:" + o["op_id"].astype(str),
+                "parent": np.where(pr >= 0, "op:" + pd.Series(parent_ids[np.maximum(pr, 0)]).astype(str).to_numpy(), ""),
+                "level": o["level"], "id": o["op_id"], "name": o["name"], "kind": o["kind"],
+                "chip": -1, "core": -1, "track_id": -1,
+                "start_ns": o["start_ns"], "end_ns": o["end_ns"], "dur_ns": o["dur_ns"],
+                "share_percent": o["share_percent"], "flops": o["flops"], "model_flops": o["model_flops"],
+                "hbm_bytes": o["hbm_bytes"], "tflops": o["tflops"], "gbps": o["gbps"],
+                "arithmetic_intensity": o["arithmetic_intensity"], "bound": o["bound"], "dtype": "",
+                "instruction_count": o["instruction_count"],
+                "_order": o["depth"],
+            }))
+        if "kernel" in levels:
+            k = self.kernels
+            known = set(self._ops_raw["op_id"].tolist())
+            has_op = k["op_id"].isin(known).to_numpy()
+            parts.append(pd.DataFrame({
+                "node": "kernel:" + k["kernel_id"].astype(str),
+                "parent": np.where(has_op, "op:" + k["op_id"].astype(str), ""),
+                "level": "kernel", "id": k["kernel_id"], "name": k["name"], "kind": "kernel",
+                "chip": k["chip"], "core": k["core"], "track_id": k["track_id"],
+                "start_ns": k["start_ns"], "end_ns": k["end_ns"], "dur_ns": k["dur_ns"],
+                "share_percent": k["share_percent"], "flops": k["flops"], "model_flops": k["model_flops"],
+                "hbm_bytes": k["hbm_bytes"], "tflops": k["tflops"], "gbps": k["gbps"],
+                "arithmetic_intensity": k["arithmetic_intensity"], "bound": k["bound"], "dtype": k["dtype"],
+                "instruction_count": k["instruction_count"],
+                "_order": 1000,
+            }))
+        if not parts:
+            return pd.DataFrame(columns=list(ROW_COLUMNS))
+        out = pd.concat(parts, ignore_index=True)
+        out = out.sort_values(["_order", "start_ns"], kind="stable").drop(columns="_order")
+        return out.reset_index(drop=True)[list(ROW_COLUMNS)]
+
+    def children(self, node: str) -> pd.DataFrame:
+        """The rows directly under `node` ("" for the top level); kernels expand to their events."""
+        level, ident = self._parse(node)
+        if level == "kernel":
+            return self.events_of_kernel(ident)
+        if level in ("instruction", "dma"):
+            return pd.DataFrame(columns=list(ROW_COLUMNS))
+        r = self.rows()
+        return r[r["parent"] == node].reset_index(drop=True)
+
+    def events_of_kernel(self, kernel_id: int) -> pd.DataFrame:
+        """Instruction and DMA rows of one kernel, in time order, with `ROW_COLUMNS`."""
+        k = self.kernels
+        hit = k[k["kernel_id"] == kernel_id]
+        if hit.empty:
+            raise UserError(f"kernel {kernel_id} is not in this trace.")
+        parts = []
+        for code, table in ((INSTRUCTION, self.trace.instructions), (DMA, self.trace.dma)):
+            rows = np.flatnonzero(num(table, "kernel_id") == kernel_id)
+            if not len(rows):
+                continue
+            start = num(table, "start_ns")[rows]
+            dur = num(table, "dur_ns")[rows]
+            tid = num(table, "track_id")[rows]
+            if code == INSTRUCTION:
+                c, vocab = codes(table, "opcode")
+                name = np.asarray(vocab, dtype=object)[c[rows]]
+                dc, dvocab = codes(table, "dtype")
+                dtype = np.asarray(dvocab, dtype=object)[dc[rows]]
+                flops = num(table, "flops")[rows]
+                prefix = "instruction:"
+            else:
+                sc, sv = codes(table, "src")
+                tc, tv = codes(table, "dst")
+                name = "DMA " + np.asarray(sv, dtype=object)[sc[rows]] + "->" + np.asarray(tv, dtype=object)[tc[rows]]
+                dtype = ""
+                flops = np.zeros(len(rows), np.int64)
+                prefix = "dma:"
+            nbytes = num(table, "bytes")[rows]
+            parts.append(pd.DataFrame({
+                "node": prefix + pd.Series(num(table, "id")[rows]).astype(str),
+                "parent": f"kernel:{kernel_id}", "level": "instruction", "id": num(table, "id")[rows],
+                "name": name, "kind": self.tracks.kind[tid], "chip": self.tracks.chip[tid],
+                "core": self.tracks.core[tid], "track_id": tid, "start_ns": start, "end_ns": start + dur,
+                "dur_ns": dur, "share_percent": 100.0 * dur / self.total_ns, "flops": flops, "model_flops": 0,
+                "hbm_bytes": nbytes, "tflops": _rate(flops, dur, 1e3), "gbps": _rate(nbytes, dur, 1.0),
+                "arithmetic_intensity": np.nan, "bound": "", "dtype": dtype, "instruction_count": 1,
+            }))
+        if not parts:
+            return pd.DataFrame(columns=list(ROW_COLUMNS))
+        return pd.concat(parts, ignore_index=True).sort_values(["start_ns", "id"], kind="stable").reset_index(drop=True)
+
+    @cached_property
+    def events(self) -> EventIndex:
+        return EventIndex(self.trace)
+
+    def ancestors(self, node: str) -> list[str]:
+        """Nodes from the root down to `node` (inclusive): the path to expand in a tree view."""
+        level, ident = self._parse(node)
+        path = [node]
+        if level in ("instruction", "dma"):
+            kid = self.events.event(ident).kernel_id
+            if kid < 0:
+                return path
+            path.insert(0, f"kernel:{kid}")
+            level, ident = "kernel", kid
+        if level == "kernel":
+            k = self.kernels
+            hit = k.loc[k["kernel_id"] == ident, "op_id"]
+            if hit.empty:
+                raise UserError(f"kernel {ident} is not in this trace.")
+            ident = int(hit.iloc[0])
+            if ident < 0:
+                return path
+            path.insert(0, f"op:{ident}")
+        raw = self._ops_raw
+        pos = pd.Index(raw["op_id"])
+        row = pos.get_indexer([ident])[0]
+        if row < 0:
+            return path if level != "op" else self._unknown(node)
+        parent, _ = self._ancestry
+        row = parent[row]
+        while row >= 0:
+            path.insert(0, f"op:{int(raw['op_id'].iloc[row])}")
+            row = parent[row]
+        return path
+
+    def time_range(self, node: str) -> tuple[int, int]:
+        """[start, end) of a node, for "zoom the timeline to it"."""
+        level, ident = self._parse(node)
+        if level in ("instruction", "dma"):
+            e = self.events.event(ident)
+            return e.start_ns, e.end_ns
+        frame, col = (self.kernels, "kernel_id") if level == "kernel" else (self.ops, "op_id")
+        hit = frame[frame[col] == ident]
+        if hit.empty:
+            self._unknown(node)
+        return int(hit["start_ns"].iloc[0]), int(hit["end_ns"].iloc[0])
+
+    def track_ids(self, node: str) -> list[int]:
+        """Timeline rows that show a node: its event's track, its kernel tracks."""
+        level, ident = self._parse(node)
+        if level in ("instruction", "dma"):
+            return [self.events.event(ident).track_id]
+        k = self.kernels
+        if level == "kernel":
+            return sorted(set(k.loc[k["kernel_id"] == ident, "track_id"].tolist()))
+        item, anc = self._pairs(pd.Index(self._ops_raw["op_id"]).get_indexer(k["op_id"].to_numpy()))
+        row = pd.Index(self._ops_raw["op_id"]).get_indexer([ident])[0]
+        if row < 0:
+            self._unknown(node)
+        return sorted(set(k["track_id"].to_numpy()[item[anc == row]].tolist()))
+
+    @staticmethod
+    def _parse(node: str) -> tuple[str, int]:
+        if node == "":
+            return "", -1
+        level, _, ident = node.partition(":")
+        if level not in ("op", "kernel", "instruction", "dma") or not ident.lstrip("-").isdigit():
+            raise UserError(f"'{node}' is not a tree node (expected op:ID, kernel:ID, instruction:ID or dma:ID).")
+        return level, int(ident)
+
+    @staticmethod
+    def _unknown(node: str) -> list[str]:
+        raise UserError(f"{node} is not in this trace.")

@@ -1,0 +1,113 @@
+"""The model -> layer -> op -> kernel -> instruction tree and its per-row metrics."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import analysis_traces as at  # noqa: E402
+
+from explorer.model.bound import classify  # noqa: E402
+from explorer.model.hierarchy import ROW_COLUMNS, Hierarchy  # noqa: E402
+from simcore.errors import UserError  # noqa: E402
+from simcore.trace import open_trace  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def h(tmp_path_factory):
+    return Hierarchy(open_trace(at.write(tmp_path_factory.mktemp("h") / "basic.trnx")))
+
+
+def test_kernel_rows_match_pandas(h):
+    k = h.kernels.set_index("kernel_id")
+    ref = pd.read_feather(h.trace.path / "kernels.arrow").set_index("kernel_id")
+    hbm = ref.hbm_read_bytes + ref.hbm_write_bytes
+    assert (k["hbm_bytes"] == hbm).all()
+    assert np.allclose(k["tflops"], ref.flops / ref.dur_ns / 1e3)
+    assert np.allclose(k["gbps"], hbm / ref.dur_ns)
+    assert k.loc[100, "arithmetic_intensity"] == pytest.approx(4_100_000 / 665_536)
+    assert np.isnan(k.loc[101, "arithmetic_intensity"])  # no HBM bytes: intensity undefined, not infinite
+    assert k.loc[100, "share_percent"] == pytest.approx(22.0)
+    # kernel 100's busiest engine row is TensorMatrix (2100 ns); its DMA queues cover 600 ns
+    assert (k.loc[100, "engine_busy_ns"], k.loc[100, "dma_busy_ns"], k.loc[100, "instruction_count"]) == (2100, 600, 8)
+    assert np.isnan(k.loc[102, "engine_busy_ns"])  # kernel-level detail only
+    assert k.loc[100, "t_compute_ns"] == pytest.approx(4_100_000 / 79e12 * 1e9)
+    assert k.loc[103, "t_compute_ns"] == pytest.approx(4_000_000 / 158e12 * 1e9)
+    assert k.loc[103, "t_hbm_ns"] == pytest.approx(2_500_000 / 4900e9 * 1e9)
+    assert k["bound"].to_dict() == {100: "compute", 101: "compute", 102: "dma_latency", 103: "dma_latency"}
+
+
+def test_ops_aggregate_their_subtree(h):
+    o = h.ops.set_index("op_id")
+    k = pd.read_feather(h.trace.path / "kernels.arrow")
+    assert o.loc[12, "flops"] == k[k.op_id == 12].flops.sum() == 16_100_000
+    assert o.loc[11, "flops"] == o.loc[10, "flops"] == k.flops.sum()
+    assert o.loc[10, "hbm_bytes"] == (k.hbm_read_bytes + k.hbm_write_bytes).sum()
+    assert (o.loc[12, "cores"], o.loc[12, "chips"], o.loc[12, "kernel_count"]) == (3, 2, 3)
+    assert o.loc[12, "tflops"] == pytest.approx(16_100_000 / 5000 / 1e3)
+    assert o.loc[14, "bound"] == "collective"
+    assert o.loc[12, "bound"] == "compute"
+    assert o.loc[11, "bound"] == "compute"  # 5000 ns of compute-bound ops beat 3000 ns of collective
+    assert o.loc[10, "share_percent"] == pytest.approx(80.0)
+
+
+def test_rows_children_and_ancestors_link_back_into_the_trace(h):
+    rows = h.rows()
+    assert list(rows.columns) == list(ROW_COLUMNS)
+    assert rows["node"].iloc[0] == "op:10"  # parents first
+    assert set(rows.loc[rows.level == "kernel", "parent"]) == {"op:12", "op:13"}
+    assert list(h.children("op:11")["node"]) == ["op:12", "op:13", "op:14"]
+    ev = h.children("kernel:100")
+    assert ev["node"].tolist() == [
+        "instruction:1", "instruction:9", "dma:20", "instruction:3", "dma:22", "dma:21",
+        "instruction:2", "instruction:6", "instruction:4", "instruction:8", "instruction:5",
+    ]
+    assert ev.loc[ev.node == "dma:21", "name"].item() == "DMA hbm->sbuf"
+    assert h.ancestors("instruction:6") == ["op:10", "op:11", "op:12", "kernel:100", "instruction:6"]
+    assert h.ancestors("kernel:101") == ["op:10", "op:11", "op:13", "kernel:101"]
+    assert h.time_range("op:12") == (0, 5000)
+    assert h.time_range("dma:21") == (400, 600)
+    assert h.track_ids("op:12") == [at.T_K00, at.T_K01, at.T_K10]
+    assert h.track_ids("instruction:3") == [at.T_MATRIX]
+
+
+def test_bad_nodes_are_user_errors(h):
+    for node in ("kernel:999", "op:999", "instruction:999", "bogus"):
+        with pytest.raises(UserError):
+            h.ancestors(node) if node != "op:999" else h.time_range(node)
+
+
+def test_bound_rule_near_each_roof():
+    dur = np.array([100.0, 100, 100, 100, 100, 100])
+    tc = np.array([80.0, 10, 10, 10, 10, np.nan])
+    tm = np.array([10.0, 70, 20, 5, 20, np.nan])
+    eng = np.array([np.nan, np.nan, 30, 60, np.nan, np.nan])
+    dma = np.array([np.nan, np.nan, 90, 20, np.nan, np.nan])
+    cc = np.array([False, False, False, False, False, False])
+    assert classify(dur, tc, tm, eng, dma, cc).tolist() == [
+        "compute", "hbm", "dma_latency", "compute", "dma_latency", "unknown",
+    ]
+    assert classify(dur[:1], tc[:1], tm[:1], eng[:1], dma[:1], np.array([True])).tolist() == ["collective"]
+
+
+def test_near_roof_kernels_are_compute_or_hbm(tmp_path):
+    tables = at.basic_tables()
+    tables["kernels"]["flops"][2] = 1_000_000_000  # mxfp8: 3175 ns of a 4000 ns kernel at 315 TFLOPS
+    tables["kernels"]["hbm_read_bytes"][3] = 20_000_000  # 4.2 us of HBM time in a 5 us kernel
+    k = Hierarchy(open_trace(at.write(tmp_path / "roof.trnx", tables))).kernels.set_index("kernel_id")
+    assert k.loc[102, "bound"] == "compute" and k.loc[103, "bound"] == "hbm"
+
+
+def test_trace_without_ops_or_hardware_still_lists_kernels(tmp_path):
+    tables = at.basic_tables()
+    tables["ops"] = {c: [] for c in tables["ops"]}
+    h = Hierarchy(open_trace(at.write(tmp_path / "bare.trnx", tables, hardware=None)))
+    rows = h.rows()
+    assert (rows["level"] == "kernel").all() and (rows["parent"] == "").all()
+    assert rows.set_index("id").loc[102, "bound"] == "unknown"  # no roofs, no detail: not guessed
+    assert rows.set_index("id").loc[100, "bound"] == "compute"  # instruction detail still decides
