@@ -1,0 +1,175 @@
+"""One kernel up close: where its engine time went, its instruction mix, and its roofline.
+
+`kernel_details(trace, kernel_id)` returns plain tables a details panel shows as is,
+and a `Roofline` a plot draws: the compute roof of the kernel's dtype (per core),
+the HBM roof (per chip), the ridge point, the kernel's point and the roofs of the
+other dtypes the hardware has (what MXFP8 would buy a BF16 kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from explorer.model.hierarchy import Hierarchy
+from explorer.model.intervals import union_length_per_group
+from explorer.model.scope import DMA_KIND, ENGINE_OF_KIND, ENGINES, codes, num
+from explorer.model.summary import SMALL_DMA_BYTES_PER_PARTITION
+from simcore.errors import UserError
+from simcore.trace import Trace
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Roofs in TFLOPS and FLOP/byte; None where the trace's hardware lacks the figure."""
+
+    dtype: str
+    peak_tflops: float | None  # compute roof of `dtype`, one core
+    bandwidth_gbps: float | None  # HBM roof, one chip
+    point_intensity: float | None  # the kernel's FLOP per HBM byte
+    point_tflops: float  # the kernel's achieved TFLOPS
+    other_peaks: dict[str, float] = field(default_factory=dict)  # dtype -> per-core peak
+
+    @property
+    def ridge_intensity(self) -> float | None:
+        if self.peak_tflops is None or self.bandwidth_gbps is None:
+            return None
+        return self.peak_tflops * 1e3 / self.bandwidth_gbps
+
+    def attainable_tflops(self, intensity: np.ndarray | float, peak: float | None = None) -> np.ndarray | float | None:
+        """min(compute roof, intensity x bandwidth): the roofline itself."""
+        peak = self.peak_tflops if peak is None else peak
+        if peak is None or self.bandwidth_gbps is None:
+            return None
+        return np.minimum(peak, np.asarray(intensity, dtype=np.float64) * self.bandwidth_gbps / 1e3)
+
+    @property
+    def efficiency_percent(self) -> float | None:
+        """Achieved / attainable at the kernel's intensity."""
+        if self.point_intensity is None:
+            return None
+        roof = self.attainable_tflops(self.point_intensity)
+        return None if roof is None or roof <= 0 else float(100.0 * self.point_tflops / roof)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dtype": self.dtype, "peak_tflops": self.peak_tflops, "bandwidth_gbps": self.bandwidth_gbps,
+            "ridge_intensity": self.ridge_intensity, "point_intensity": self.point_intensity,
+            "point_tflops": self.point_tflops, "efficiency_percent": self.efficiency_percent,
+            "other_peaks": dict(self.other_peaks),
+        }
+
+
+@dataclass
+class KernelDetails:
+    kernel: dict[str, Any]  # the kernel's operator-table row (Hierarchy.kernels)
+    engines: pd.DataFrame  # engine, instruction_count, busy_ns, busy_percent
+    instruction_mix: pd.DataFrame  # opcode, engine, count, time_ns, time_percent, flops, bytes
+    dma_queues: pd.DataFrame  # track_id, name, transfers, bytes, busy_ns, average_bytes_per_partition, small_transfers
+    roofline: Roofline
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kernel": {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in self.kernel.items()},
+            "engines": self.engines.to_dict("records"),
+            "instruction_mix": self.instruction_mix.to_dict("records"),
+            "dma_queues": self.dma_queues.to_dict("records"),
+            "roofline": self.roofline.to_dict(),
+            "notes": list(self.notes),
+        }
+
+
+def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = None) -> KernelDetails:
+    """Engine breakdown, instruction mix, DMA queues and roofline of one kernel."""
+    h = hierarchy or Hierarchy(trace)
+    k = h.kernels
+    hit = k[k["kernel_id"] == kernel_id]
+    if hit.empty:
+        raise UserError(f"kernel {kernel_id} is not in this trace.")
+    row = hit.iloc[0]
+    dur = max(int(row["dur_ns"]), 1)
+    tracks = h.tracks
+    notes: list[str] = []
+
+    ins = trace.instructions
+    sel = np.flatnonzero(num(ins, "kernel_id") == kernel_id) if ins.num_rows else np.array([], np.int64)
+    tid = num(ins, "track_id")[sel] if len(sel) else np.array([], np.int32)
+    start = num(ins, "start_ns")[sel] if len(sel) else np.array([], np.int64)
+    d = num(ins, "dur_ns")[sel] if len(sel) else np.array([], np.int64)
+    engine = np.array([ENGINE_OF_KIND.get(x, x) for x in tracks.kind], dtype=object)[tid] if len(sel) else np.array([], object)
+    eidx = np.array([ENGINES.index(e) if e in ENGINES else len(ENGINES) for e in engine], dtype=np.int64)
+    busy = union_length_per_group(eidx, start, start + d, len(ENGINES) + 1)
+    count = np.bincount(eidx, minlength=len(ENGINES) + 1)
+    engines = pd.DataFrame({
+        "engine": list(ENGINES),
+        "instruction_count": count[: len(ENGINES)],
+        "busy_ns": busy[: len(ENGINES)],
+    })
+    engines["busy_percent"] = 100.0 * engines["busy_ns"] / dur
+
+    if len(sel):
+        oc, ov = codes(ins, "opcode")
+        mix = pd.DataFrame({
+            "opcode": np.asarray(ov, dtype=object)[oc[sel]],
+            "engine": engine,
+            "time_ns": d,
+            "flops": num(ins, "flops")[sel],
+            "bytes": num(ins, "bytes")[sel],
+        })
+        mix = mix.groupby(["opcode", "engine"], as_index=False).agg(
+            count=("time_ns", "size"), time_ns=("time_ns", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"))
+        total = max(int(mix["time_ns"].sum()), 1)
+        mix["time_percent"] = 100.0 * mix["time_ns"] / total
+        mix = mix.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
+        mix = mix[["opcode", "engine", "count", "time_ns", "time_percent", "flops", "bytes"]]
+    else:
+        mix = pd.DataFrame(columns=["opcode", "engine", "count", "time_ns", "time_percent", "flops", "bytes"])
+        notes.append("no instruction-level detail for this kernel's core: engine breakdown and mix are empty.")
+
+    dma = trace.dma
+    dsel = np.flatnonzero(num(dma, "kernel_id") == kernel_id) if dma.num_rows else np.array([], np.int64)
+    if len(dsel):
+        q = pd.DataFrame({
+            "track_id": num(dma, "track_id")[dsel],
+            "start": num(dma, "start_ns")[dsel],
+            "dur": num(dma, "dur_ns")[dsel],
+            "bytes": num(dma, "bytes")[dsel],
+            "partitions": np.maximum(num(dma, "partitions")[dsel], 1),
+        })
+        q["small"] = q["bytes"] < SMALL_DMA_BYTES_PER_PARTITION * q["partitions"]
+        q["per_partition"] = q["bytes"] / q["partitions"]
+        queues = q.groupby("track_id", as_index=False).agg(
+            transfers=("bytes", "size"), bytes=("bytes", "sum"), busy_ns=("dur", "sum"),
+            average_bytes_per_partition=("per_partition", "mean"), small_transfers=("small", "sum"))
+        queues.insert(1, "name", tracks.name[queues["track_id"].to_numpy()])
+        s = q["start"].to_numpy()
+        dma_busy = int(union_length_per_group(np.zeros(len(q), np.int64), s, s + q["dur"].to_numpy(), 1)[0])
+    else:
+        queues = pd.DataFrame(columns=["track_id", "name", "transfers", "bytes", "busy_ns",
+                                       "average_bytes_per_partition", "small_transfers"])
+        dma_busy = 0
+    engines = pd.concat([engines, pd.DataFrame({
+        "engine": ["dma"], "instruction_count": [len(dsel)], "busy_ns": [dma_busy],
+        "busy_percent": [100.0 * dma_busy / dur]})], ignore_index=True)
+    if DMA_KIND not in set(tracks.kind):
+        notes.append("the trace has no DMA queue tracks.")
+
+    peaks = h.peaks
+    dtype = str(row["dtype"])
+    ai = row["arithmetic_intensity"]
+    roof = Roofline(
+        dtype=dtype,
+        peak_tflops=peaks.peak_tflops_for(dtype),
+        bandwidth_gbps=peaks.hbm_bandwidth_gbps,
+        point_intensity=None if np.isnan(ai) else float(ai),
+        point_tflops=float(np.nan_to_num(row["tflops"])),
+        other_peaks={dt: p for dt, p in peaks.peak_tflops.items() if dt != dtype},
+    )
+    if roof.peak_tflops is None or roof.bandwidth_gbps is None:
+        notes.append("the trace's hardware lacks tensor peaks or HBM bandwidth: the roofline has no roofs.")
+    kernel = {c: (v.item() if hasattr(v, "item") else v) for c, v in row.items()}
+    return KernelDetails(kernel, engines, mix, queues, roof, notes)

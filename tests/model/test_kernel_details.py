@@ -1,0 +1,69 @@
+"""Kernel details: engine breakdown, instruction mix, DMA queues and roofline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import analysis_traces as at  # noqa: E402
+
+from explorer.model.kernel_details import kernel_details  # noqa: E402
+from simcore.errors import UserError  # noqa: E402
+from simcore.trace import open_trace  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    return open_trace(at.write(tmp_path_factory.mktemp("k") / "basic.trnx"))
+
+
+def test_engine_breakdown_and_mix_match_pandas(trace):
+    d = kernel_details(trace, 100)
+    eng = d.engines.set_index("engine")
+    assert eng.loc["tensor", "busy_ns"] == 2200 and eng.loc["tensor", "instruction_count"] == 5
+    assert eng.loc["tensor", "busy_percent"] == pytest.approx(100.0)
+    assert eng.loc["vector", "busy_ns"] == 500 and eng.loc["gpsimd", "busy_ns"] == 0
+    assert eng.loc["dma", "busy_ns"] == 600 and eng.loc["dma", "instruction_count"] == 3
+    ins = pd.read_feather(trace.path / "instructions.arrow")
+    ref = ins[ins.kernel_id == 100].groupby("opcode", observed=True).dur_ns.agg(["size", "sum"])
+    mix = d.instruction_mix.set_index("opcode")
+    for op, r in ref.iterrows():
+        assert (mix.loc[op, "count"], mix.loc[op, "time_ns"]) == (r["size"], r["sum"])
+    assert mix["time_percent"].sum() == pytest.approx(100.0)
+    assert d.instruction_mix["opcode"].iloc[0] == "MultiplyMoving"  # biggest time first
+    q = d.dma_queues.set_index("name")
+    assert q.loc["qSyncIO0", "transfers"] == 2 and q.loc["qSyncIO0", "small_transfers"] == 1
+    assert q.loc["qSyncIO1", "average_bytes_per_partition"] == 512
+
+
+def test_roofline_of_the_kernels_dtype(trace):
+    r = kernel_details(trace, 103).roofline  # fp8 kernel
+    assert r.peak_tflops == 158 and r.bandwidth_gbps == 4900
+    assert r.ridge_intensity == pytest.approx(158e3 / 4900)
+    assert r.point_intensity == pytest.approx(4_000_000 / 2_500_000)
+    assert r.point_tflops == pytest.approx(4_000_000 / 5000 / 1e3)
+    attainable = 1.6 * 4900 / 1e3
+    assert r.attainable_tflops(1.6) == pytest.approx(attainable)
+    assert r.efficiency_percent == pytest.approx(100 * 0.8 / attainable)
+    assert r.other_peaks["mxfp8"] == 315 and "fp8" not in r.other_peaks
+    assert np.allclose(r.attainable_tflops(np.array([1.0, 1e6])), [4.9, 158])
+
+
+def test_kernel_level_only_and_bad_id(trace):
+    d = kernel_details(trace, 102)
+    assert d.instruction_mix.empty and d.notes
+    json.dumps(d.to_dict())  # plain data all the way down
+    with pytest.raises(UserError, match="kernel 5"):
+        kernel_details(trace, 5)
+
+
+def test_no_hardware_means_no_roofs(tmp_path):
+    t = open_trace(at.write(tmp_path / "nohw.trnx", hardware=None))
+    r = kernel_details(t, 100).roofline
+    assert r.peak_tflops is None and r.ridge_intensity is None and r.efficiency_percent is None
