@@ -19,15 +19,20 @@ def _chips(text: str | None) -> list[int] | None:
         raise click.BadParameter(f"'{text}' is not a comma-separated list of chip numbers.") from None
 
 
-@click.command(help="Export a trace table to Parquet or CSV (streamed, written atomically).")
+@click.command(help="Export a trace table to Parquet or CSV, or the whole timeline to Chrome JSON or Perfetto (streamed, written atomically).")
 @click.argument("trace", type=click.Path())
 @click.option("--table", "table", type=click.Choice(list(TABLES)), help="The table to export.")
-@click.option("--format", "fmt", required=True, type=click.Choice(["parquet", "csv"]), help="Output format.")
+@click.option("--format", "fmt", required=True, type=click.Choice(["parquet", "csv", "chrome-json", "perfetto"]), help="Output format (chrome-json and perfetto open in ui.perfetto.dev).")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Output file.")
 @click.option("--chips", default=None, help="Only these chips' partitions, e.g. 0,3 (partitioned tables).")
-def export(trace: str, table: str | None, fmt: str, output: str, chips: str | None) -> None:
+@click.option("--cores", default=None, help="Timeline formats: only these cores' rows, e.g. 0,1 (chip-level rows stay).")
+@click.option("--range", "time_range", default=None, help="Timeline formats: only events overlapping START:END, e.g. 0:2ms, 1.5us:, :500000.")
+def export(trace: str, table: str | None, fmt: str, output: str, chips: str | None, cores: str | None, time_range: str | None) -> None:
     from explorer.export import FORMATS
 
     t = open_trace(trace, validate=False)
-    rows = FORMATS[fmt](t, Path(output), {"table": table, "chips": _chips(chips)})
+    from explorer.export.selection import parse_ints
+
+    options = {"table": table, "chips": _chips(chips), "cores": parse_ints(cores, "core"), "range": time_range}
+    rows = FORMATS[fmt](t, Path(output), options)
     click.echo(f"wrote {rows:,} rows to {output}", err=True)

@@ -12,6 +12,8 @@ from typing import Any
 
 from simcore.trace import Trace
 
+from explorer.export.chrome_json import export_chrome_json
+from explorer.export.perfetto import export_perfetto
 from explorer.export.tables import export_csv, export_parquet
 
 Exporter = Callable[[Trace, Path, dict[str, Any]], int]
@@ -19,4 +21,6 @@ Exporter = Callable[[Trace, Path, dict[str, Any]], int]
 FORMATS: dict[str, Exporter] = {
     "parquet": export_parquet,
     "csv": export_csv,
+    "chrome-json": export_chrome_json,
+    "perfetto": export_perfetto,
 }
