@@ -124,7 +124,8 @@ def basic_tables() -> dict[str, dict[str, list]]:
         "time_ns": [0, 1000, 9000, 0],
         "value": [50.0, 100.0, 80.0, 100.0],
     }
-    flows = {"src_id": [20, 3, 6], "dst_id": [3, 6, 8], "kind": ["semaphore", "data", "data"]}
+    # 4 waits on 2 (data) which waited on DMA 20 (semaphore, 600 ns after it ended); 8 <- 6 <- 3
+    flows = {"src_id": [20, 2, 3, 6], "dst_id": [2, 4, 6, 8], "kind": ["semaphore", "data", "data", "data"]}
     return {
         "tracks": _tracks(),
         "instructions": _columns(ins_cols, instructions),

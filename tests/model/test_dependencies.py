@@ -1,0 +1,61 @@
+"""Flows both ways, the binding wait chain and a kernel's critical path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import analysis_traces as at  # noqa: E402
+
+from explorer.model.dependencies import Dependencies  # noqa: E402
+from simcore.errors import UserError  # noqa: E402
+from simcore.trace import open_trace  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def deps(tmp_path_factory):
+    return Dependencies(open_trace(at.write(tmp_path_factory.mktemp("d") / "basic.trnx")))
+
+
+def test_predecessors_and_successors_come_from_flows(deps):
+    p = deps.predecessors(2)
+    assert p[["id", "node", "kind", "slack_ns"]].values.tolist() == [[20, "dma:20", "semaphore", 600]]
+    assert p["track_id"].item() == at.T_Q0 and p["name"].item() == "DMA hbm->sbuf"
+    s = deps.successors(3)
+    assert s[["id", "kind", "slack_ns"]].values.tolist() == [[6, "data", 0]]
+    assert deps.predecessors(20).empty
+    flows = pd.read_feather(deps.trace.path / "flows.arrow")
+    for eid in (2, 4, 6, 8, 20, 3):
+        assert sorted(deps.predecessors(eid)["id"]) == sorted(flows[flows.dst_id == eid].src_id)
+        assert sorted(deps.successors(eid)["id"]) == sorted(flows[flows.src_id == eid].dst_id)
+
+
+def test_wait_chain_follows_the_constraint_that_finished_last(deps):
+    chain = deps.wait_chain(4)
+    assert chain["id"].tolist() == [20, 2, 4]
+    assert chain["edge"].tolist() == ["semaphore", "data", ""]
+    assert np.isnan(chain["slack_ns"].iloc[0]) and chain["slack_ns"].tolist()[1:] == [600, 0]
+    # instruction 5 has no flows: it waited for the previous instruction on its engine
+    assert deps.wait_chain(5)["edge"].tolist()[-2] == "engine_order"
+
+
+def test_critical_path_of_a_kernel(deps):
+    cp = deps.critical_path(100)
+    assert cp.steps["id"].tolist() == [20, 2, 4, 5]
+    assert (cp.start_ns, cp.end_ns, cp.busy_ns, cp.slack_ns) == (0, 2200, 1600, 600)
+    top = cp.time_by_track.iloc[0]
+    assert top["track_id"] == at.T_MATRIX and top["busy_ns"] == 1100
+
+
+def test_bad_ids(deps):
+    with pytest.raises(UserError, match="event 999"):
+        deps.wait_chain(999)
+    with pytest.raises(UserError, match="instruction detail"):
+        deps.critical_path(102)
+    with pytest.raises(UserError, match="kernel 555"):
+        deps.critical_path(555)
