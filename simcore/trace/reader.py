@@ -109,7 +109,9 @@ def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None) -> pa.T
     try:
         source = pa.memory_map(str(file), "r")
         table = ipc.open_file(source).read_all()
-    except (pa.ArrowException, OSError) as exc:
+        table.schema.names  # noqa: B018 - corrupt field names raise here, not in a caller
+        table.validate(full=True)  # out-of-range dictionary codes or bad UTF-8 would crash readers later
+    except (pa.ArrowException, OSError, UnicodeDecodeError, ValueError) as exc:
         raise TraceFormatError(f"{file} cannot be read: {_first_line(exc)}.") from None
     V.check_schema(file, spec, table.schema)
     if expected_rows is not None and expected_rows != table.num_rows:
