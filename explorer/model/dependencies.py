@@ -92,6 +92,12 @@ class _Table:
         s, d, sv, dv = self._names
         return f"DMA {sv[s[row]]}->{dv[d[row]]}"
 
+    def previous_rows(self, rows: np.ndarray) -> np.ndarray:
+        """`previous` for many rows at once."""
+        p = self.pos[rows]
+        prev = self.order[np.maximum(p - 1, 0)]
+        return np.where((p > 0) & (self.track[prev] == self.track[rows]), prev, -1)
+
     def previous(self, row: int) -> int:
         """The row before `row` on the same track, -1 if it is the track's first."""
         p = self.pos[row]

@@ -151,3 +151,42 @@ def write(
     if hardware is not None:
         meta["hardware"] = copy.deepcopy(hardware)
     return write_trace(path, tables, meta)
+
+
+def collective_tables(
+    kind: str, arrivals: list[int], nbytes: list[int], op_kind: str, transfer_ns: int = 1000
+) -> dict[str, dict[str, list]]:
+    """One collective over len(arrivals) chips: each chip computes until it arrives, then all transfer."""
+    n = len(arrivals)
+    tracks = {"track_id": [], "chip": [], "core": [], "kind": [], "name": [], "unit": []}
+    for chip in range(n):
+        for kind_, name, core in (("kernel", "Kernels", 0), ("cc", "CC", -1)):
+            tracks["track_id"].append(len(tracks["track_id"]))
+            tracks["chip"].append(chip)
+            tracks["core"].append(core)
+            tracks["kind"].append(kind_)
+            tracks["name"].append(name)
+            tracks["unit"].append("")
+    start = max(arrivals)
+    tables = basic_tables()
+    tables = {name: {c: [] for c in cols} for name, cols in tables.items()}
+    tables["tracks"] = tracks
+    tables["kernels"] = {
+        "kernel_id": list(range(n)), "track_id": [2 * c for c in range(n)], "chip": list(range(n)),
+        "core": [0] * n, "op_id": [1] * n, "name": ["expert_mlp"] * n, "start_ns": [0] * n,
+        "dur_ns": arrivals, "flops": [1_000_000] * n, "model_flops": [1_000_000] * n,
+        "hbm_read_bytes": [100_000] * n, "hbm_write_bytes": [0] * n, "dtype": ["bf16"] * n,
+    }
+    tables["ops"] = {
+        "op_id": [0, 1, 2], "parent_id": [-1, 0, 0], "level": ["model", "op", "op"],
+        "name": ["MoENet", "experts", "tokens"], "kind": ["model", "expert_mlp", op_kind],
+        "start_ns": [0, 0, min(arrivals)], "dur_ns": [start + transfer_ns, start, start + transfer_ns - min(arrivals)],
+    }
+    tables["collectives"] = {
+        "collective_id": [7] * n, "track_id": [2 * c + 1 for c in range(n)], "chip": list(range(n)),
+        "rank": list(range(n)), "group_size": [n] * n, "kind": [kind] * n, "algorithm": ["mesh"] * n,
+        "op_id": [2] * n, "bytes": nbytes, "arrive_ns": arrivals, "start_ns": [start] * n,
+        "end_ns": [start + transfer_ns] * n, "wait_ns": [start - a for a in arrivals],
+        "algo_bw_gbps": [b / transfer_ns for b in nbytes], "bus_bw_gbps": [b / transfer_ns for b in nbytes],
+    }
+    return tables

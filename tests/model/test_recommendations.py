@@ -1,0 +1,117 @@
+"""Each rule fires on a trace built to trigger it, links into the trace, and stays silent otherwise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import analysis_traces as at  # noqa: E402
+
+from explorer.model.hierarchy import Hierarchy  # noqa: E402
+from explorer.model.recommendations import RULES, recommend  # noqa: E402
+from simcore.trace import open_trace  # noqa: E402
+
+
+def _rules(path: Path, tables=None) -> dict:
+    recs = recommend(open_trace(at.write(path, tables)))
+    json.dumps([r.to_dict() for r in recs])  # plain data for the CLI and the GUI
+    return {r.rule: r for r in recs}
+
+
+def clean_tables() -> dict:
+    """The basic trace with every problem removed."""
+    t = at.basic_tables()
+    t["dma"]["bytes"] = [128 * 4096, 128 * 4096, 128 * 8192]
+    t["flows"] = {"src_id": [3, 6], "dst_id": [6, 8], "kind": ["data", "data"]}
+    t["counters"]["value"] = [100.0, 100.0, 100.0, 100.0]
+    t["collectives"]["arrive_ns"] = [6000, 6000]
+    t["collectives"]["wait_ns"] = [0, 0]
+    return t
+
+
+def test_clean_trace_gets_no_recommendations(tmp_path):
+    assert _rules(tmp_path / "clean.trnx", clean_tables()) == {}
+
+
+def test_basic_trace_problems_fire_with_evidence_and_links(tmp_path):
+    found = _rules(tmp_path / "basic.trnx")
+    small = found["small_dma_transfers"]
+    assert small.evidence["small_transfers"] == 2 and small.evidence["transfers"] == 3
+    assert small.impact_ns == 400  # 200 + 200 ns of small transfers
+    assert small.links[0].node == "kernel:100" and small.links[0].track_ids == (at.T_K00,)
+    wait = found["tensor_waiting_on_dma"]
+    # LoadStationary 2 could start at 1000 (kernel running, Tensor row free since 100) but DMA 20 ended at 400
+    assert wait.evidence["wait_ns"] == 300 and wait.links[-1].node == "instruction:2"
+    thr = found["throttling"]
+    assert thr.evidence["throttled_time_ns"] == 2000
+    assert thr.evidence["capacity_lost_ns"] == 1000 * 50 // 100 + 1000 * 20 // 100
+    assert (thr.links[0].t0, thr.links[0].t1, thr.links[0].track_ids) == (0, 1000, (at.T_THR00,))
+    st = found["collective_straggler"]
+    assert st.evidence["chip"] == 1 and st.evidence["wait_caused_ns"] == 1000
+    assert st.links[0].node == "collective:1" and st.links[0].track_ids == (at.T_CC0, at.T_CC1)
+    assert "hbm_bound_low_intensity" not in found and "mxfp8_for_bf16_matmul" not in found
+    impacts = [r.impact_ns for r in recommend(open_trace(tmp_path / "basic.trnx"))]
+    assert impacts == sorted(impacts, reverse=True)
+
+
+def test_hbm_bound_low_intensity(tmp_path):
+    t = clean_tables()
+    t["kernels"]["hbm_read_bytes"][3] = 20_000_000  # fp8 kernel: 4.2 us of HBM time in 5 us, AI 0.2
+    rec = _rules(tmp_path / "hbm.trnx", t)["hbm_bound_low_intensity"]
+    assert rec.evidence["kernels"] == 1 and rec.links[0].node == "kernel:103"
+    assert rec.evidence["mean_arithmetic_intensity"] == pytest.approx(4_000_000 / 20_500_000)
+    assert rec.impact_ns == 5000
+
+
+def test_mxfp8_for_compute_bound_bf16(tmp_path):
+    t = clean_tables()
+    t["kernels"]["dtype"][2] = "bf16"
+    t["kernels"]["flops"][2] = 250_000_000  # 3165 ns at 79 TFLOPS in a 4000 ns kernel: compute bound
+    rec = _rules(tmp_path / "mx.trnx", t)["mxfp8_for_bf16_matmul"]
+    # every compute-bound BF16 kernel's tensor time shrinks by 1 - 79/315 (kernels 100, 101 and 102)
+    tc = (250_000_000 + 4_100_000 + 10_000) / 79e12 * 1e9
+    assert rec.impact_ns == int(tc * (1 - 79 / 315))
+    assert rec.evidence["kernels"] == 3
+    assert rec.links[0].node == "kernel:102"
+    # the same kernel in MXFP8 already: nothing to recommend
+    t["kernels"]["dtype"][2] = "mxfp8"
+    assert "mxfp8_for_bf16_matmul" not in _rules(tmp_path / "mx2.trnx", t)
+
+
+def test_one_straggler_rank(tmp_path):
+    t = at.collective_tables("all_reduce", [1000, 1100, 1200, 5000], [1_000_000] * 4, "all_reduce")
+    found = _rules(tmp_path / "strag.trnx", t)
+    rec = found["collective_straggler"]
+    assert rec.evidence["chip"] == 3 and rec.evidence["wait_caused_ns"] == 3 * 3800
+    assert rec.links[0].t0 == 1000 and rec.links[0].t1 == 6000
+    assert "alltoall_routing_skew" not in found
+
+
+def test_skewed_expert_parallel_all_to_all(tmp_path):
+    t = at.collective_tables("all_to_all", [1000, 2500, 3500, 4000], [1_000_000, 2_000_000, 1_000_000, 4_000_000],
+                             "moe_dispatch")
+    found = _rules(tmp_path / "a2a.trnx", t)
+    rec = found["alltoall_routing_skew"]
+    assert rec.evidence["expert_parallel"] is True and rec.evidence["max_bytes_over_mean"] == pytest.approx(2.0)
+    assert rec.evidence["wait_ns"] == 3000 + 1500 + 500
+    assert "expert-parallel" in rec.title
+    assert "collective_straggler" not in found
+    balanced = at.collective_tables("all_to_all", [4000] * 4, [1_000_000] * 4, "moe_dispatch")
+    assert _rules(tmp_path / "even.trnx", balanced) == {}
+
+
+def test_every_rule_is_exercised():
+    assert set(RULES) == {
+        "hbm_bound_low_intensity", "small_dma_transfers", "tensor_waiting_on_dma", "throttling",
+        "collective_straggler", "alltoall_routing_skew", "mxfp8_for_bf16_matmul",
+    }
+
+
+def test_hierarchy_can_be_shared(tmp_path):
+    t = open_trace(at.write(tmp_path / "b.trnx"))
+    h = Hierarchy(t)
+    assert [r.rule for r in recommend(t, hierarchy=h)] == [r.rule for r in recommend(t)]
