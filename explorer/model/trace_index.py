@@ -22,6 +22,7 @@ from explorer.model.counter_bins import CounterSeries
 from explorer.model.lod import Coverage, is_disjoint
 from simcore.errors import UserError
 from simcore.trace import Trace
+from simcore.trace import schema as S
 
 Progress = Callable[[float, str], None]
 """progress(fraction 0..1, what is happening); may raise to cancel."""
@@ -429,7 +430,39 @@ class TraceIndex:
             return {"op": "", "layer": ""}
         return {"op": str(h.op_names[row]), "layer": str(h.op_layer[row])}
 
+    def counter_reference(self, track_id: int) -> float | None:
+        """The hardware limit a counter is shown against ("% of peak"), when the trace says it."""
+        info = self.tracks[track_id]
+        hw = self.trace.hardware
+
+        def num(*path: str) -> float | None:
+            v: Any = hw
+            for p in path:
+                v = v.get(p) if isinstance(v, dict) else None
+            return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+        if info.name in (S.COUNTER_HBM_READ, S.COUNTER_HBM_WRITE):
+            return num("hbm", "bandwidth_gbps")
+        if info.name == S.COUNTER_LINK:
+            return num("link", "bandwidth_gbps")
+        if info.name == S.COUNTER_SBUF:
+            return num("sbuf", "capacity_bytes") or num("sbuf", "bytes")
+        if info.name == S.COUNTER_PSUM:
+            return num("psum", "capacity_bytes") or num("psum", "bytes")
+        if info.unit == "%":
+            return 100.0
+        return None
+
     # -- colouring ---------------------------------------------------------------
+    def category_time(self, mode: str) -> np.ndarray:
+        """Total event time (ns) per colour category of `mode` (what the legend ranks by)."""
+        cc = self.colours(mode)
+        total = np.zeros(len(cc.names), dtype=np.float64)
+        for tname, codes in cc.codes.items():
+            if len(codes):
+                total += np.bincount(codes, weights=self.tables[tname].dur, minlength=len(cc.names))
+        return total
+
     def colours(self, mode: str) -> ColourCodes:
         """Category names and per-event codes for colouring by opcode, kernel, op or layer."""
         if mode not in COLOUR_MODES:

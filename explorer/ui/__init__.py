@@ -1,1 +1,49 @@
-"""All Qt code lives here: thin, passive views over `explorer.model` objects."""
+"""All Qt code lives here: thin, passive views over `explorer.model` objects.
+
+`open_window(path)` is the entry point for embedding and tests: it returns the
+`MainWindow` (shown), loading `path` in a worker thread when given.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["ensure_app", "open_window", "run"]
+
+
+def ensure_app():
+    """The QApplication (created, with the dark theme, if there is none)."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.ui.palette import apply_dark_theme
+
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(sys.argv[:1])
+        app.setApplicationName("Trn3 Explorer")
+        app.setOrganizationName("trn3-explorer")
+        apply_dark_theme(app)
+    return app
+
+
+def open_window(path: str | os.PathLike[str] | None = None, *, show: bool = True):
+    """A new main window, loading `path` (a .trnx directory) off the GUI thread."""
+    ensure_app()
+    from explorer.ui.main_window import MainWindow
+
+    window = MainWindow()
+    if show:
+        window.show()
+    if path is not None:
+        window.open_path(Path(path))
+    return window
+
+
+def run(path: str | os.PathLike[str] | None = None) -> int:
+    """Open a window and run the event loop until it closes."""
+    app = ensure_app()
+    window = open_window(path)
+    window.raise_()
+    return app.exec()

@@ -1,0 +1,82 @@
+"""Open a trace and build its index off the GUI thread, reporting progress."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import QThread, Signal
+
+from explorer.model.trace_index import TraceIndex
+from explorer.model.utilisation import Utilisation
+from simcore.errors import UserError
+from simcore.trace import open_trace
+
+
+class LoadCancelled(Exception):
+    """The user pressed Cancel while a trace was loading."""
+
+
+@dataclass
+class LoadedTrace:
+    path: Path
+    index: TraceIndex
+    utilisation: Utilisation
+
+
+def load(path: Path, progress=None, colour_mode: str = "opcode") -> LoadedTrace:
+    """Everything the window needs for a trace (call it off the GUI thread)."""
+    say = progress or (lambda f, m: None)
+    say(0.0, f"opening {path.name}")
+    trace = open_trace(path, validate=False)  # meta, magic and schema now; data below
+    say(0.01, "validating")
+    trace.validate()
+    index = TraceIndex.build(trace, lambda f, m: say(0.25 + 0.6 * f, m))
+    say(0.86, "colouring")
+    index.colours(colour_mode)
+    say(0.93, "utilisation")
+    util = Utilisation(index)
+    say(1.0, "ready")
+    return LoadedTrace(path, index, util)
+
+
+class TraceLoader(QThread):
+    """Runs `load` in a thread; emits `loaded(LoadedTrace)` or `failed(message)`."""
+
+    progressed = Signal(float, str)
+    loaded = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, path: Path, colour_mode: str = "opcode", parent=None) -> None:
+        super().__init__(parent)
+        self.path = Path(path)
+        self.colour_mode = colour_mode
+        self._cancel = False
+
+    def cancel(self) -> None:
+        self._cancel = True
+
+    def _progress(self, fraction: float, message: str) -> None:
+        if self._cancel:
+            raise LoadCancelled()
+        self.progressed.emit(fraction, message)
+
+    def run(self) -> None:  # runs in the worker thread
+        try:
+            result = load(self.path, self._progress, self.colour_mode)
+        except LoadCancelled:
+            self.failed.emit("")
+        except UserError as exc:
+            self.failed.emit(str(exc))
+        except MemoryError:
+            self.failed.emit(f"{self.path} is too large to open in the memory this machine has.")
+        except Exception as exc:  # a bug: keep the traceback on stderr, keep the app up
+            traceback.print_exc(file=sys.stderr)
+            self.failed.emit(f"{self.path} could not be opened ({type(exc).__name__}: {exc}).")
+        else:
+            if self._cancel:
+                self.failed.emit("")
+            else:
+                self.loaded.emit(result)
