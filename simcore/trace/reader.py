@@ -80,11 +80,18 @@ def _table_parts(path: Path, meta: dict[str, Any], name: str) -> list[tuple[int 
         for p in parts:
             if not (isinstance(p, dict) and isinstance(p.get("file"), str) and isinstance(p.get("chip"), int)):
                 raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed partition entry.")
-            out.append((p["chip"], path / p["file"], p.get("rows")))
+            out.append((p["chip"], path / p["file"], _rows(path, name, p.get("rows"))))
         return out
     if not isinstance(entry["file"], str):
         raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed file name.")
-    return [(None, path / entry["file"], entry.get("rows"))]
+    return [(None, path / entry["file"], _rows(path, name, entry.get("rows")))]
+
+
+def _rows(path: Path, name: str, value: Any) -> int | None:
+    """A row count from meta.json: absent, or a non-negative integer."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed row count ({value!r:.40}).")
 
 
 def _check_magic(file: Path) -> None:
@@ -92,6 +99,8 @@ def _check_magic(file: Path) -> None:
         size = file.stat().st_size
     except FileNotFoundError:
         raise TraceFormatError(f"{file} is missing.") from None
+    if not file.is_file():
+        raise TraceFormatError(f"{file} is not a table file (meta.json names a directory or device).")
     if size == 0:
         raise TraceFormatError(f"{file} is empty (0 bytes).")
     with open(file, "rb") as fh:
@@ -162,11 +171,13 @@ class Trace:
 
     @property
     def hardware(self) -> dict[str, Any]:
-        return self.meta.get("hardware") or {}
+        value = self.meta.get("hardware")
+        return value if isinstance(value, dict) else {}  # a malformed entry reads as unknown
 
     @property
     def workload(self) -> dict[str, Any]:
-        return self.meta.get("workload") or {}
+        value = self.meta.get("workload")
+        return value if isinstance(value, dict) else {}  # a malformed entry reads as unknown
 
     @property
     def span_ns(self) -> tuple[int, int]:
