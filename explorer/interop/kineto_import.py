@@ -321,7 +321,8 @@ def import_kineto(
         f.events = []  # the columns hold what we need; let the parsed JSON go
     lows = [e.min_ts for e in extracted if e.min_ts is not None]
     if not lows:
-        raise UserError(f"{files[0].path if len(files) == 1 else 'the files'} hold no GPU kernel, copy or CPU op event to import.")
+        where = f"{files[0].path} holds" if len(files) == 1 else f"none of the {len(files)} files holds"
+        raise UserError(f"{where} no GPU kernel, copy or CPU op event to import.")
     t0 = min(lows)
     b = _Builder(t0)
     for rank, ev in sorted(zip(ranks, extracted), key=lambda re_: re_[0]):

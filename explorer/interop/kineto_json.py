@@ -73,6 +73,10 @@ def load_kineto(path: str | os.PathLike[str]) -> KinetoFile:
     """Parse one Kineto trace file (`.json` or `.json.gz`, object or bare event array)."""
     p = Path(path)
     data, note = _read_bytes(p)
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, which JSON forbids
+        data = data[3:]
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 (saved by a Windows editor)
+        data = data.decode("utf-16", errors="replace").encode("utf-8", errors="replace")
     if not data.strip():
         raise UserError(f"{p} is empty.")
     try:

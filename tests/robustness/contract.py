@@ -1,0 +1,54 @@
+"""The robustness contract every reader is held to.
+
+An input either gives a result that passes validation, or a `UserError` whose
+message is one sentence on one line. Any other exception is a bug.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simcore.errors import UserError
+from simcore.trace import open_trace
+
+
+def assert_one_sentence(exc: UserError) -> None:
+    msg = str(exc)
+    assert msg and "\n" not in msg, f"not one line: {msg!r}"
+    assert msg.rstrip().endswith((".", "?", ")")), f"not a sentence: {msg!r}"
+    assert "Traceback" not in msg
+
+
+def import_or_one_sentence(paths: list[Path], out: Path) -> bool:
+    """Import Kineto files; True for a valid trace (also analysed and exported), False for a clean error."""
+    from explorer.export import FORMATS
+    from explorer.interop import import_kineto
+    from explorer.model.temporal import breakdown, stragglers
+
+    try:
+        import_kineto(paths, out)
+    except UserError as exc:
+        assert_one_sentence(exc)
+        assert not out.exists(), "a failed import left output behind"
+        return False
+    trace = open_trace(out)  # validates every table
+    breakdown(trace)
+    stragglers(trace)
+    FORMATS["chrome-json"](trace, out.with_suffix(".json"), {})
+    FORMATS["perfetto"](trace, out.with_suffix(".pftrace"), {})
+    return True
+
+
+def open_or_one_sentence(path: Path) -> bool:
+    """Open (validate) a trace and read every table; True when it is valid."""
+    try:
+        from explorer.cli.info import describe
+
+        describe(str(path))  # `trnx info`: meta only (no validation), row counts, chips, names
+        trace = open_trace(path)
+        for name in trace.table_names:
+            trace.table(name).to_pandas()
+    except UserError as exc:
+        assert_one_sentence(exc)
+        return False
+    return True

@@ -1,0 +1,146 @@
+"""Byte-level damage to Arrow traces: every case opens as a valid trace or fails in one sentence.
+
+tests/trace/test_bad_input.py checks the named, structural cases (missing tables,
+wrong types, unsorted rows) and their exact sentences; this corpus is about damaged
+bytes - truncation, flipped bytes, garbage - in table files and meta.json, plus a
+hypothesis fuzz that mutates valid files at random.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robustness.contract import open_or_one_sentence
+from tracegen import write_tiny
+
+
+def _bytes_edit(name: str, edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def apply(t: Path) -> None:
+        f = t / name
+        f.write_bytes(edit(f.read_bytes()))
+    return apply
+
+
+def _flip(at: float, count: int = 8) -> Callable[[bytes], bytes]:
+    def edit(b: bytes) -> bytes:
+        i = int(len(b) * at)
+        return b[:i] + bytes((x ^ 0xA5) for x in b[i : i + count]) + b[i + count :]
+    return edit
+
+
+def _meta(edit: Callable[[dict], object]) -> Callable[[Path], None]:
+    def apply(t: Path) -> None:
+        m = json.loads((t / "meta.json").read_text())
+        out = edit(m)
+        (t / "meta.json").write_text(json.dumps(m if out is None else out))
+    return apply
+
+
+CASES: dict[str, Callable[[Path], None]] = {}
+for table in ("instructions", "tracks", "dma", "counters"):
+    f = f"{table}.arrow"
+    CASES[f"{table}-truncated-half"] = _bytes_edit(f, lambda b: b[: len(b) // 2])
+    CASES[f"{table}-truncated-footer"] = _bytes_edit(f, lambda b: b[:-10])
+    CASES[f"{table}-header-only"] = _bytes_edit(f, lambda b: b[:8])
+    CASES[f"{table}-garbage-appended"] = _bytes_edit(f, lambda b: b + b"\x00garbage" * 10)
+    for at in (0.1, 0.3, 0.5, 0.7, 0.9):
+        CASES[f"{table}-flipped-at-{int(at * 100)}%"] = _bytes_edit(f, _flip(at))
+CASES.update({
+    "meta-truncated": _bytes_edit("meta.json", lambda b: b[: len(b) // 2]),
+    "meta-binary": _bytes_edit("meta.json", lambda b: bytes(range(256))),
+    "meta-invalid-utf8": _bytes_edit("meta.json", lambda b: b.replace(b"tiny", b"\xff\xfe\xfd\xfc")),
+    "meta-control-chars": _bytes_edit("meta.json", lambda b: b.replace(b'"tiny"', b'"ti\x01ny"')),
+    "meta-empty": _bytes_edit("meta.json", lambda b: b""),
+    "meta-list": _meta(lambda m: [m]),
+    "meta-tables-null": _meta(lambda m: m.update(tables=None)),
+    "meta-table-file-number": _meta(lambda m: m["tables"]["dma"].update(file=5)),
+    "meta-table-file-escapes": _meta(lambda m: m["tables"]["dma"].update(file="../../../../etc/passwd")),
+    "meta-table-file-is-dir": _meta(lambda m: m["tables"]["dma"].update(file=".")),
+    "meta-partitions-garbage": _meta(lambda m: m["tables"]["dma"].update(partitions=[{"chip": "x"}])),
+    "meta-rows-string": _meta(lambda m: m["tables"]["dma"].update(rows="many")),
+    "meta-rows-negative": _meta(lambda m: m["tables"]["dma"].update(rows=-1)),
+    "meta-span-floats": _meta(lambda m: m.update(span_ns=[0.5, 1e300])),
+    "meta-version-number": _meta(lambda m: m.update(version=1.0)),
+    "meta-hardware-list": _meta(lambda m: m.update(hardware=[1, 2])),
+})
+
+
+def test_the_corpus_is_big_enough() -> None:
+    assert len(CASES) >= 40
+
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory) -> Path:
+    return write_tiny(tmp_path_factory.mktemp("valid") / "tiny.trnx")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_damaged_trace_opens_or_fails_in_one_sentence(name: str, valid: Path, tmp_path: Path) -> None:
+    t = tmp_path / "t.trnx"
+    shutil.copytree(valid, t)
+    CASES[name](t)
+    open_or_one_sentence(t)
+
+
+_MUTATION = st.tuples(st.sampled_from(["flip", "truncate", "insert", "delete", "zero"]), st.floats(0, 1), st.binary(min_size=1, max_size=16))
+
+
+def _mutate(data: bytes, ops: list[tuple[str, float, bytes]]) -> bytes:
+    b = bytearray(data)
+    for op, where, blob in ops:
+        i = min(int(where * len(b)), max(len(b) - 1, 0))
+        if op == "flip" and b:
+            b[i] ^= blob[0] | 1
+        elif op == "truncate":
+            del b[i:]
+        elif op == "insert":
+            b[i:i] = blob
+        elif op == "delete":
+            del b[i : i + len(blob)]
+        elif op == "zero":
+            b[i : i + len(blob)] = bytes(len(b[i : i + len(blob)]))
+    return bytes(b)
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(file=st.sampled_from(["meta.json", "tracks.arrow", "instructions.arrow", "dma.arrow", "kernels.arrow",
+                             "ops.arrow", "collectives.arrow", "counters.arrow", "flows.arrow"]),
+       ops=st.lists(_MUTATION, min_size=1, max_size=4))
+def test_fuzzed_trace_files(valid: Path, file: str, ops: list[tuple[str, float, bytes]]) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        t = Path(d) / "t.trnx"
+        shutil.copytree(valid, t)
+        f = t / file
+        f.write_bytes(_mutate(f.read_bytes(), ops))
+        open_or_one_sentence(t)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.sampled_from(["format", "version", "span_ns", "tables", "hardware", "workload", "compression", "time_unit"]),
+       value=_JSON)
+def test_fuzzed_meta_values(valid: Path, key: str, value: object) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        t = Path(d) / "t.trnx"
+        shutil.copytree(valid, t)
+        m = json.loads((t / "meta.json").read_text())
+        m[key] = value
+        (t / "meta.json").write_text(json.dumps(m))
+        open_or_one_sentence(t)
