@@ -1,0 +1,167 @@
+"""Compare two traces: summary metric, engine, per-op and per-kernel deltas.
+
+The natural use is the same workload two ways (BF16 vs MXFP8, TP=8 vs TP=16), so
+ops are matched by *position in the hierarchy*: the path of names from the model
+down to the op plus its occurrence index among ops with that path, in time order
+("TestNet / layer 3 / attention.qkv_proj #0"). Kernels are matched within their
+matched op by kernel name and compared as totals (count, summed and longest time),
+which stays meaningful when the two runs split an op over different numbers of cores.
+Every delta is b - a; ratio is b / a (below 1: B is faster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from explorer.model.hierarchy import Hierarchy
+from explorer.model.metrics import METRICS
+from explorer.model.scope import ENGINES, num, strings
+from explorer.model.summary import Summary, summarize
+from simcore.trace import Trace
+
+PATH_SEP = " / "
+
+
+@dataclass
+class TraceDiff:
+    a: str  # path of trace A
+    b: str
+    summary_a: Summary
+    summary_b: Summary
+    metrics: pd.DataFrame  # metric, unit, group, a, b, delta, ratio, better
+    engines: pd.DataFrame  # engine, a_active_ns, b_active_ns, delta_ns, a_percent, b_percent, delta_percent
+    ops: pd.DataFrame  # key, path, occurrence, level, kind, a_op_id, b_op_id, a_dur_ns, b_dur_ns, delta_ns, ratio, status
+    kernels: pd.DataFrame  # op_key, name, a_count, b_count, a_time_ns, b_time_ns, delta_ns, ratio, a_max_ns, b_max_ns, status
+
+    def to_dict(self, top: int | None = None) -> dict[str, Any]:
+        """JSON-ready; `top` keeps the ops and kernels with the largest |delta| only."""
+        def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+            if top is not None:
+                frame = frame.reindex(frame["delta_ns"].abs().sort_values(ascending=False, kind="stable").index).head(top)
+            return [{k: _clean(v) for k, v in r.items()} for r in frame.to_dict("records")]
+
+        return {
+            "a": self.a, "b": self.b,
+            "metrics": [{k: _clean(v) for k, v in r.items()} for r in self.metrics.to_dict("records")],
+            "engines": [{k: _clean(v) for k, v in r.items()} for r in self.engines.to_dict("records")],
+            "ops": records(self.ops),
+            "kernels": records(self.kernels),
+        }
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return None if np.isnan(v) else float(v)
+    return v
+
+
+def _ratio(a: pd.Series, b: pd.Series) -> pd.Series:
+    a = a.astype(np.float64)
+    return (b.astype(np.float64) / a.where(a != 0)).astype(np.float64)
+
+
+def metric_deltas(sa: Summary, sb: Summary) -> pd.DataFrame:
+    rows = []
+    for spec in METRICS:
+        a, b = sa.metrics.get(spec.name), sb.metrics.get(spec.name)
+        delta = ratio = np.nan
+        better = ""
+        if a is not None and b is not None:
+            delta = float(b) - float(a)
+            ratio = float(b) / float(a) if a else np.nan
+            if spec.higher_is_better is not None and delta != 0:
+                better = "b" if (delta > 0) == spec.higher_is_better else "a"
+        rows.append((spec.name, spec.unit, spec.group, a, b, delta, ratio, better))
+    return pd.DataFrame.from_records(rows, columns=["metric", "unit", "group", "a", "b", "delta", "ratio", "better"])
+
+
+def engine_deltas(sa: Summary, sb: Summary) -> pd.DataFrame:
+    rows = []
+    for e, prefix in [*((e, f"{e}_engine_") for e in ENGINES), ("dma", "dma_"), ("cc", "cc_op_")]:
+        an, bn = sa.metrics.get(f"{prefix}active_time_ns"), sb.metrics.get(f"{prefix}active_time_ns")
+        ap, bp = sa.metrics.get(f"{prefix}active_time_percent"), sb.metrics.get(f"{prefix}active_time_percent")
+        rows.append((e, an, bn, (bn - an) if an is not None and bn is not None else np.nan,
+                     ap, bp, (bp - ap) if ap is not None and bp is not None else np.nan))
+    return pd.DataFrame.from_records(
+        rows, columns=["engine", "a_active_ns", "b_active_ns", "delta_ns", "a_percent", "b_percent", "delta_percent"])
+
+
+def op_keys(h: Hierarchy) -> pd.DataFrame:
+    """Each op's name path from the root and its occurrence among ops with the same path."""
+    o = h._ops_raw  # names and links only: no kernel or instruction pass needed
+    parent, depth = h._ancestry
+    names = o["name"].astype(str).to_numpy(dtype=object)
+    path = names.copy()
+    for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
+        at = np.flatnonzero(depth == d)
+        path[at] = path[parent[at]] + PATH_SEP + names[at]
+    frame = pd.DataFrame({"op_id": o["op_id"].to_numpy(), "path": path, "level": o["level"].to_numpy(),
+                          "kind": o["kind"].to_numpy(), "start_ns": o["start_ns"].to_numpy(),
+                          "dur_ns": o["dur_ns"].to_numpy()})
+    frame = frame.sort_values(["path", "start_ns", "op_id"], kind="stable")
+    frame["occurrence"] = frame.groupby("path").cumcount()
+    frame["key"] = frame["path"] + " #" + frame["occurrence"].astype(str)
+    return frame.sort_index()
+
+
+def op_deltas(ka: pd.DataFrame, kb: pd.DataFrame) -> pd.DataFrame:
+    m = ka.merge(kb, on="key", how="outer", suffixes=("_a", "_b"), indicator=True)
+    out = pd.DataFrame({
+        "key": m["key"],
+        "path": m["path_a"].fillna(m["path_b"]),
+        "occurrence": m["occurrence_a"].fillna(m["occurrence_b"]).astype(np.int64),
+        "level": m["level_a"].fillna(m["level_b"]),
+        "kind": m["kind_a"].fillna(m["kind_b"]),
+        "a_op_id": m["op_id_a"].fillna(-1).astype(np.int64),
+        "b_op_id": m["op_id_b"].fillna(-1).astype(np.int64),
+        "a_dur_ns": m["dur_ns_a"],
+        "b_dur_ns": m["dur_ns_b"],
+    })
+    out["delta_ns"] = out["b_dur_ns"] - out["a_dur_ns"]
+    out["ratio"] = _ratio(out["a_dur_ns"], out["b_dur_ns"])
+    out["status"] = m["_merge"].map({"both": "matched", "left_only": "only_a", "right_only": "only_b"}).astype(str)
+    order = {"model": 0, "layer": 1, "op": 2}
+    out["_o"] = out["level"].map(order).fillna(3)
+    return out.sort_values(["_o", "key"], kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def _kernel_groups(h: Hierarchy, keys: pd.DataFrame) -> pd.DataFrame:
+    k = h.trace.kernels
+    op_key = pd.Series(num(k, "op_id")).map(keys.set_index("op_id")["key"]).fillna("(no op)")
+    g = pd.DataFrame({"op_key": op_key, "name": strings(k, "name"), "dur": num(k, "dur_ns")}).groupby(
+        ["op_key", "name"], as_index=False).agg(count=("dur", "size"), time_ns=("dur", "sum"), max_ns=("dur", "max"))
+    return g
+
+
+def kernel_deltas(ga: pd.DataFrame, gb: pd.DataFrame) -> pd.DataFrame:
+    m = ga.merge(gb, on=["op_key", "name"], how="outer", suffixes=("_a", "_b"), indicator=True)
+    out = pd.DataFrame({
+        "op_key": m["op_key"], "name": m["name"],
+        "a_count": m["count_a"].fillna(0).astype(np.int64), "b_count": m["count_b"].fillna(0).astype(np.int64),
+        "a_time_ns": m["time_ns_a"], "b_time_ns": m["time_ns_b"],
+    })
+    out["delta_ns"] = out["b_time_ns"].fillna(0) - out["a_time_ns"].fillna(0)
+    out["ratio"] = _ratio(out["a_time_ns"], out["b_time_ns"])
+    out["a_max_ns"], out["b_max_ns"] = m["max_ns_a"], m["max_ns_b"]
+    out["status"] = m["_merge"].map({"both": "matched", "left_only": "only_a", "right_only": "only_b"}).astype(str)
+    return out.sort_values(["op_key", "name"], kind="stable").reset_index(drop=True)
+
+
+def diff(a: Trace, b: Trace) -> TraceDiff:
+    """All deltas of B against A."""
+    sa, sb = summarize(a), summarize(b)
+    ha, hb = Hierarchy(a), Hierarchy(b)
+    ka, kb = op_keys(ha), op_keys(hb)
+    return TraceDiff(
+        a=str(a.path), b=str(b.path), summary_a=sa, summary_b=sb,
+        metrics=metric_deltas(sa, sb),
+        engines=engine_deltas(sa, sb),
+        ops=op_deltas(ka, kb),
+        kernels=kernel_deltas(_kernel_groups(ha, ka), _kernel_groups(hb, kb)),
+    )
