@@ -100,7 +100,9 @@ def extract(events: list[Any], *, include_python: bool = False) -> RankEvents:
             skipped += 1
             continue
         cat = ev.get("cat")
-        if cat == PYTHON_CAT and not include_python:
+        if type(cat) is not str:
+            cat = ""
+        elif cat == PYTHON_CAT and not include_python:
             continue
         ph = ev.get("ph")
         if ph != "X":
@@ -145,7 +147,7 @@ def extract(events: list[Any], *, include_python: bool = False) -> RankEvents:
         target.where.append(where)
         target.ext.append(args.get("External id"))
         target.args.append(keep_args)
-        target.cat.append(cat if isinstance(cat, str) else "")
+        target.cat.append(cat)
     out.skipped = skipped
     return out
 
