@@ -1,0 +1,249 @@
+"""Hardware specs: presets are TOML data files; `Hardware` gives typed, derived views of one.
+
+A preset describes one chip (engines, SBUF, PSUM, DMA, HBM, links) and how many chips the
+system has. Users write what-if presets as TOML files that name a `base` preset and
+override only what they change, e.g. double the HBM bandwidth:
+
+    base = "trn3"
+    name = "trn3-2xhbm"
+    [hbm]
+    bandwidth_gbps = 9800
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from simcore.errors import ConfigError
+
+MATMUL_DTYPES = ("bf16", "fp16", "fp8", "mxfp8", "mxfp4", "fp32")
+MX_DTYPES = ("mxfp8", "mxfp4")
+
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "": ("name", "chips", "cores_per_chip"),
+    "tensor": ("rows", "cols", "clock_ghz", "moving_free_max", "moving_min_cycles", "matmul_overhead_cycles",
+               "load_stationary_cycles",
+               "stationary_buffers", "macs_per_pe_cycle", "peak_tflops", "bf16_flop_weight", "mx_scale_group"),
+    "tensor.throttle": ("start_fraction", "ramp_ns", "cooldown_ns"),
+    "vector": ("clock_ghz", "elems_per_cycle", "min_cycles", "overhead_cycles", "exp_speedup_vs_scalar",
+               "quantize_mx_elems_per_partition_cycle"),
+    "scalar": ("clock_ghz", "elems_per_cycle", "exp_elems_per_cycle", "min_cycles", "overhead_cycles"),
+    "gpsimd": ("clock_ghz", "elems_per_cycle", "overhead_cycles"),
+    "sbuf": ("bytes_per_core", "partitions"),
+    "psum": ("bytes_per_core", "partitions", "banks", "bank_bytes_per_partition"),
+    "hbm": ("capacity_bytes", "bandwidth_gbps"),
+    "dma": ("engines_per_core", "engine_gbps", "latency_ns", "descriptor_ns", "efficient_bytes_per_partition",
+            "sim_queues_per_core"),
+    "link": ("bandwidth_gbps",),
+}
+
+
+def _preset_dir() -> Path:
+    return Path(str(resources.files("simcore.hardware") / "presets"))
+
+
+def preset_names() -> list[str]:
+    """Built-in hardware presets, sorted."""
+    return sorted(p.stem for p in _preset_dir().glob("*.toml"))
+
+
+def _get(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split(".") if dotted else []:
+        node = node[part]
+    return node
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"hardware preset file {path} is not valid TOML ({exc}).") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read hardware preset file {path} ({exc.strerror}).") from None
+
+
+def _resolve(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    builtin = _preset_dir() / f"{name_or_path}.toml"
+    if builtin.is_file():
+        return _read_toml(builtin)
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" or path.exists()):
+        raise ConfigError(
+            f"unknown hardware preset '{name_or_path}'; choose one of {', '.join(preset_names())} or pass a preset .toml file."
+        )
+    if not path.is_file():
+        raise ConfigError(f"hardware preset file {path} does not exist.")
+    data = _read_toml(path)
+    base = data.pop("base", None)
+    if base is not None:
+        if not isinstance(base, str):
+            raise ConfigError(f"hardware preset file {path}: 'base' must be a preset name.")
+        if base in seen:
+            raise ConfigError(f"hardware preset file {path}: 'base' chain loops back to '{base}'.")
+        data = _merge(_resolve(base, seen + (base,)), data)
+    data.setdefault("name", path.stem)
+    data.setdefault("source_file", str(path))
+    return data
+
+
+def _validate(data: dict[str, Any]) -> None:
+    name = data.get("name", "?")
+    for section, keys in _REQUIRED.items():
+        try:
+            node = _get(data, section)
+        except (KeyError, TypeError):
+            raise ConfigError(f"hardware preset '{name}' lacks the [{section}] section.") from None
+        for key in keys:
+            if key not in node:
+                where = f"{section}.{key}" if section else key
+                raise ConfigError(f"hardware preset '{name}' lacks the key '{where}'.")
+            value = node[key]
+            values = value.values() if isinstance(value, dict) else [value]
+            for v in values:
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+                    where = f"{section}.{key}" if section else key
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must not be negative (got {v}).")
+    for key in ("chips", "cores_per_chip"):
+        if not isinstance(data[key], int) or data[key] < 1:
+            raise ConfigError(f"hardware preset '{name}': '{key}' must be a positive integer.")
+    for key in ("clock_ghz",):
+        for section in ("tensor", "vector", "scalar", "gpsimd"):
+            if data[section][key] <= 0:
+                raise ConfigError(f"hardware preset '{name}': '{section}.{key}' must be positive.")
+    for key in ("bandwidth_gbps", "capacity_bytes"):
+        if data["hbm"][key] <= 0:
+            raise ConfigError(f"hardware preset '{name}': 'hbm.{key}' must be positive.")
+    if data["dma"]["engine_gbps"] <= 0 or data["dma"]["sim_queues_per_core"] < 1:
+        raise ConfigError(f"hardware preset '{name}': the DMA engines need a positive bandwidth and at least one queue.")
+    if set(data["tensor"]["macs_per_pe_cycle"]) != set(data["tensor"]["peak_tflops"]):
+        raise ConfigError(f"hardware preset '{name}': tensor.macs_per_pe_cycle and tensor.peak_tflops must list the same dtypes.")
+
+
+class Hardware:
+    """A resolved, validated hardware preset with the derived rates the simulator needs."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        _validate(data)
+        self.data = data
+
+    @property
+    def name(self) -> str:
+        return str(self.data["name"])
+
+    @property
+    def chips(self) -> int:
+        return int(self.data["chips"])
+
+    @property
+    def cores_per_chip(self) -> int:
+        return int(self.data["cores_per_chip"])
+
+    # -- tensor engine -------------------------------------------------------------
+    @property
+    def tensor(self) -> dict[str, Any]:
+        return self.data["tensor"]
+
+    def supports(self, dtype: str) -> bool:
+        return dtype in self.tensor["macs_per_pe_cycle"]
+
+    def matmul_dtypes(self) -> list[str]:
+        return [d for d in MATMUL_DTYPES if self.supports(d)]
+
+    def check_dtype(self, dtype: str) -> None:
+        if dtype not in MATMUL_DTYPES:
+            raise ConfigError(f"unknown dtype '{dtype}'; choose one of {', '.join(MATMUL_DTYPES)}.")
+        if not self.supports(dtype):
+            raise ConfigError(
+                f"{self.name} has no {dtype} support in its tensor engine; choose one of {', '.join(self.matmul_dtypes())}."
+            )
+
+    def contraction_per_pass(self, dtype: str) -> int:
+        """Contraction rows one MultiplyMoving consumes (128 BF16, 256 FP8 double-row, 512 MX)."""
+        return int(self.tensor["rows"] * max(1.0, float(self.tensor["macs_per_pe_cycle"][dtype])))
+
+    def matmul_cycle_factor(self, dtype: str) -> float:
+        """Cycles multiplier for dtypes slower than one MAC/PE/cycle (FP32 runs 4 passes)."""
+        return 1.0 / min(1.0, float(self.tensor["macs_per_pe_cycle"][dtype]))
+
+    def derived_peak_tflops(self, dtype: str) -> float:
+        t = self.tensor
+        return 2 * t["rows"] * t["cols"] * t["clock_ghz"] * float(t["macs_per_pe_cycle"][dtype]) / 1e3
+
+    def peak_flops_per_ns(self, dtype: str) -> float:
+        """Per-core peak in FLOP/ns, from the published TFLOPS figure."""
+        return float(self.tensor["peak_tflops"][dtype]) * 1e3
+
+    # -- memories and DMA ----------------------------------------------------------
+    @property
+    def sbuf_bytes(self) -> int:
+        return int(self.data["sbuf"]["bytes_per_core"])
+
+    @property
+    def partitions(self) -> int:
+        return int(self.data["sbuf"]["partitions"])
+
+    @property
+    def psum_banks(self) -> int:
+        return int(self.data["psum"]["banks"])
+
+    @property
+    def hbm_capacity(self) -> int:
+        return int(self.data["hbm"]["capacity_bytes"])
+
+    @property
+    def hbm_bytes_per_ns(self) -> float:
+        return float(self.data["hbm"]["bandwidth_gbps"])  # 1 GB/s = 1 byte/ns
+
+    @property
+    def core_dma_bytes_per_ns(self) -> float:
+        d = self.data["dma"]
+        return float(d["engines_per_core"]) * float(d["engine_gbps"])
+
+    @property
+    def dma_queues(self) -> int:
+        return int(self.data["dma"]["sim_queues_per_core"])
+
+    @property
+    def has_vector_exp(self) -> bool:
+        return float(self.data["vector"]["exp_speedup_vs_scalar"]) > 0
+
+    @property
+    def has_quantize_mx(self) -> bool:
+        return float(self.data["vector"]["quantize_mx_elems_per_partition_cycle"]) > 0
+
+    # -- trace meta ----------------------------------------------------------------
+    @cached_property
+    def meta(self) -> dict[str, Any]:
+        """The whole resolved preset, as written to meta.json `hardware`."""
+        out = copy.deepcopy(self.data)
+        out.setdefault("hbm", {})["capacity_bytes"] = self.hbm_capacity
+        return out
+
+    def __repr__(self) -> str:
+        return f"Hardware({self.name!r}, {self.chips} chip(s) x {self.cores_per_chip} cores)"
+
+
+def load_hardware(name_or_path: str | Path) -> Hardware:
+    """A built-in preset by name (`trn3`, `trn2`) or a user preset file (optionally with `base`)."""
+    if isinstance(name_or_path, Hardware):
+        return name_or_path
+    text = str(name_or_path).strip()
+    if not text:
+        raise ConfigError("no hardware preset given; choose one of " + ", ".join(preset_names()) + ".")
+    return Hardware(_resolve(text))

@@ -1,0 +1,96 @@
+"""Instruction costs from the hardware preset (cycles -> ns), vectorised over instructions.
+
+The rules (shared/reference/trn3-hardware.md): a MultiplyMoving costs max(N, 64) cycles of
+the tensor clock for an N-column moving tile (x4 for FP32); Vector/Scalar instructions cost
+overhead + max(64, N / rate) cycles for N elements per partition; GpSimd 150 + N; a DMA
+moves bytes at the core's DMA bandwidth, derated when it moves under 4 KiB per partition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcore.hardware import Hardware
+
+FP32_LIKE = ("fp32", "int32")
+
+
+def _elem_rate(table: dict, dtype: str, partitions: int) -> float:
+    key = dtype if dtype in table else ("fp32" if dtype in FP32_LIKE or dtype not in table else dtype)
+    if key not in table:
+        key = "bf16" if dtype in ("mxfp8", "mxfp4", "fp8") and "bf16" in table else next(iter(table))
+    return float(table[key]) / partitions
+
+
+def matmul_ns(hw: Hardware, n_moving, dtype: str) -> np.ndarray:
+    """MultiplyMoving duration for moving tiles of `n_moving` columns."""
+    t = hw.tensor
+    cycles = (np.maximum(np.asarray(n_moving, np.float64), t["moving_min_cycles"]) * hw.matmul_cycle_factor(dtype)
+              + t.get("matmul_overhead_cycles", 0))
+    return cycles / t["clock_ghz"]
+
+
+def load_stationary_ns(hw: Hardware) -> float:
+    return float(hw.tensor["load_stationary_cycles"]) / hw.tensor["clock_ghz"]
+
+
+def transpose_ns(hw: Hardware, n_cols) -> np.ndarray:
+    """A tensor-engine transpose streams the tile through an identity stationary."""
+    return matmul_ns(hw, n_cols, "bf16")
+
+
+def vector_ns(hw: Hardware, n_per_partition, dtype: str = "bf16", *, rate: float | None = None) -> np.ndarray:
+    v = hw.data["vector"]
+    r = rate if rate is not None else _elem_rate(v["elems_per_cycle"], dtype, hw.partitions)
+    cycles = v["overhead_cycles"] + np.maximum(v["min_cycles"], np.asarray(n_per_partition, np.float64) / r)
+    return cycles / v["clock_ghz"]
+
+
+def scalar_ns(hw: Hardware, n_per_partition, dtype: str = "bf16", *, transcendental: bool = False) -> np.ndarray:
+    s = hw.data["scalar"]
+    if transcendental:
+        r = float(s["exp_elems_per_cycle"]) / hw.partitions
+    else:
+        r = _elem_rate(s["elems_per_cycle"], dtype, hw.partitions)
+    cycles = s["overhead_cycles"] + np.maximum(s["min_cycles"], np.asarray(n_per_partition, np.float64) / r)
+    return cycles / s["clock_ghz"]
+
+
+def gpsimd_ns(hw: Hardware, n_per_partition) -> np.ndarray:
+    g = hw.data["gpsimd"]
+    r = float(g["elems_per_cycle"]) / hw.partitions
+    return (g["overhead_cycles"] + np.asarray(n_per_partition, np.float64) / r) / g["clock_ghz"]
+
+
+def exp_ns(hw: Hardware, n_per_partition) -> tuple[int, np.ndarray]:
+    """(engine, duration) of exp(x - max) with a fused row sum: the Vector engine's
+    accelerated exponential where the hardware has one (Trn3), else the Scalar engine."""
+    from simcore.lowering.program import SCALAR, VECTOR
+
+    if hw.has_vector_exp:
+        s = hw.data["scalar"]
+        rate = float(hw.data["vector"]["exp_speedup_vs_scalar"]) * float(s["exp_elems_per_cycle"]) / hw.partitions
+        return VECTOR, vector_ns(hw, n_per_partition, rate=rate)
+    return SCALAR, scalar_ns(hw, n_per_partition, transcendental=True)
+
+
+def quantize_mx_ns(hw: Hardware, n_per_partition) -> np.ndarray:
+    rate = float(hw.data["vector"]["quantize_mx_elems_per_partition_cycle"])
+    return vector_ns(hw, n_per_partition, rate=rate)
+
+
+def dma_efficiency(hw: Hardware, nbytes, partitions) -> np.ndarray:
+    per_partition = np.asarray(nbytes, np.float64) / np.maximum(np.asarray(partitions, np.float64), 1)
+    full = float(hw.data["dma"]["efficient_bytes_per_partition"])
+    return np.clip(per_partition / full, 1.0 / 64, 1.0)
+
+
+def dma_ns(hw: Hardware, nbytes, partitions) -> np.ndarray:
+    """Nominal transfer time with the core's DMA engines to itself (sharing comes later)."""
+    return np.asarray(nbytes, np.float64) / (hw.core_dma_bytes_per_ns * dma_efficiency(hw, nbytes, partitions))
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element in HBM/SBUF, MX scale bytes included (one uint8 per 32 elements)."""
+    return {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0, "fp8": 1.0, "mxfp8": 1.0 + 1 / 32, "mxfp4": 0.5 + 1 / 32,
+            "int32": 4.0}[dtype]

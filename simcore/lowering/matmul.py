@@ -1,0 +1,273 @@
+"""Matmul lowering: C[M,N] = A[M,K] @ B[K,N] as a blocked, multi-buffered NKI-style kernel.
+
+Layout (nki.isa.nc_matmul): the stationary tile is A^T[k, m] (contraction on the 128
+partitions, at most 128 columns), the moving tile is B[k, n] (at most 512 columns), the
+result accumulates in fp32 in one PSUM bank per (m, n) tile. Activations are kept
+transposed between layers (the producer writes A^T), so no transposes are needed.
+
+Loop nest per core: for each (n block, m block, k block): DMA the A and B blocks into
+SBUF (multi-buffered, so loads overlap compute); for each m tile and k step:
+LoadStationary A^T, then one MultiplyMoving per n tile into its PSUM bank. After the
+block's last k step the banks are evacuated (Scalar copy, or a Vector add into an fp32
+SBUF accumulator when K spans several blocks) and, after the last k block, cast and
+stored to HBM. PSUM banks are double-buffered (bank sets alternate between groups).
+MX dtypes take 512 contraction rows per pass and need scale tensors (one uint8 per 32
+elements, counted in the bytes); activations arriving in BF16 are quantized on the
+Vector engine first (QuantizeMX, or a cast for FP8).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.hardware import MX_DTYPES, Hardware
+from simcore.lowering import costs as C
+from simcore.lowering.program import MATRIX, OP as C_OP, SCALAR, TENSOR, VECTOR, ProgramBuilder
+
+MOVING = 512
+SPAN = 1e7  # program-order key space per block
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    nbt: int    # n tiles per block (PSUM banks per m tile)
+    mbt: int    # m tiles per block
+    kbt: int    # k steps per block
+    nbuf: int   # SBUF buffers per input stream
+    sbuf_bytes: int
+    est_ns: float
+
+
+def _sizes(total: int, tile: int) -> np.ndarray:
+    n = max(1, math.ceil(total / tile))
+    s = np.full(n, tile, np.int64)
+    s[-1] = total - tile * (n - 1)
+    return s
+
+
+def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float) -> MatmulPlan:
+    """Pick block sizes the way a tuned NKI kernel would: fit SBUF, minimise estimated time."""
+    kp = hw.contraction_per_pass(dtype)
+    P = hw.partitions
+    mt, kt, nt = math.ceil(m / P), math.ceil(k / kp), math.ceil(n / MOVING)
+    wb = C.dtype_bytes(dtype)
+    budget = 0.85 * hw.sbuf_bytes
+    n_last = n - MOVING * (nt - 1)
+    te = mt * kt * ((nt - 1) * float(C.matmul_ns(hw, MOVING, dtype)) + float(C.matmul_ns(hw, n_last, dtype)))
+    mm_avg = te / (mt * kt * nt)
+    d = hw.data["dma"]
+    evac_add = float(C.vector_ns(hw, MOVING, "fp32"))
+    best: MatmulPlan | None = None
+    for nbt in (4, 2, 1):
+        if nbt > nt and nbt > 1:
+            continue
+        for mbt in (16, 8, 4, 2, 1):
+            if mbt > mt and mbt > 1:
+                continue
+            for kbt in sorted({kt, 64, 32, 16, 8, 4, 2, 1}, reverse=True):
+                if kbt > kt:
+                    continue
+                kb = min(k, kbt * kp)
+                a_blk = kb * min(m, mbt * P) * a_bytes
+                b_blk = kb * min(n, nbt * MOVING) * wb
+                nblk = math.ceil(nt / nbt)
+                mblk = math.ceil(mt / mbt)
+                kblk = math.ceil(kt / kbt)
+                blocks = nblk * mblk * kblk
+                acc = min(m, mbt * P) * min(n, nbt * MOVING) * 4 if kblk > 1 else 0
+                out = 4 * P * min(n, nbt * MOVING) * 2
+                blk_dma = float(C.dma_ns(hw, a_blk, P) + C.dma_ns(hw, b_blk, P))
+                blk_te = min(mbt, mt) * min(kbt, kt) * min(nbt, nt) * mm_avg
+                nbuf = 2 if blk_dma + d["latency_ns"] <= blk_te else 3
+                sbuf = nbuf * (a_blk + b_blk) + acc + out
+                if sbuf > budget:
+                    continue
+                dma = blocks * blk_dma + float(C.dma_ns(hw, m * n * 2, P))
+                sync = (2 * blocks + mt * nblk) * d["descriptor_ns"]
+                evac = mt * nt * kblk * evac_add / (1 if kblk > 1 else 2)
+                est = max(te, dma, sync, evac) + d["latency_ns"] + blk_dma + blk_te + 2 * evac_add
+                cand = MatmulPlan(nbt, mbt, kbt, nbuf, int(sbuf), est)
+                if best is None or est < best.est_ns * 0.999:
+                    best = cand
+    if best is None:  # even the smallest blocks do not fit: impossible with real presets
+        raise ValueError(f"matmul {m}x{k}x{n} {dtype} does not fit SBUF with any blocking")
+    return best
+
+
+@dataclass
+class MatmulInfo:
+    model_flops: int
+    plan: MatmulPlan
+
+
+def _expand(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For parents with `counts` children each: (parent index, local index) per child."""
+    counts = np.asarray(counts, np.int64)
+    parent = np.repeat(np.arange(len(counts)), counts)
+    starts = np.cumsum(counts) - counts
+    return parent, np.arange(len(parent)) - starts[parent]
+
+
+def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype: str, *, key0: float = 0.0,
+                 quantize_a: bool = False, queue0: int = 0) -> tuple[MatmulInfo, float]:
+    """Append one matmul's instructions to `b` (vectorised over all tiles); returns (info, next free key)."""
+    P = hw.partitions
+    kp = hw.contraction_per_pass(dtype)
+    a_hbm_bytes = 2.0 if quantize_a else C.dtype_bytes(dtype)
+    plan = plan_matmul(hw, m, k, n, dtype, a_hbm_bytes)
+    m_sz, k_sz, n_sz = _sizes(m, P), _sizes(k, kp), _sizes(n, MOVING)
+    mt, kt, nt = len(m_sz), len(k_sz), len(n_sz)
+    nbt, mbt, kbt = min(plan.nbt, nt), min(plan.mbt, mt), min(plan.kbt, kt)
+    n_blocks, m_blocks, k_blocks = math.ceil(nt / nbt), math.ceil(mt / mbt), math.ceil(kt / kbt)
+    wb = C.dtype_bytes(dtype)
+    Q = hw.dma_queues
+    LQ = max(1, Q - 1)
+    store_queue = Q - 1
+    quant = quantize_a and dtype != "bf16"
+    mx = dtype in MX_DTYPES
+    b.sbuf_bytes = max(b.sbuf_bytes, plan.sbuf_bytes)
+    b.psum_bytes = max(b.psum_bytes, min(hw.psum_banks, 2 * nbt) * int(hw.data["psum"]["bank_bytes_per_partition"]) * P)
+
+    # blocks in loop order (n block, m block, k block)
+    B_nb, B_mb, B_kb = (x.ravel() for x in np.meshgrid(np.arange(n_blocks), np.arange(m_blocks), np.arange(k_blocks),
+                                                       indexing="ij"))
+    NB = len(B_nb)
+    nm = np.minimum(mbt, mt - B_mb * mbt)
+    nk = np.minimum(kbt, kt - B_kb * kbt)
+    nn = np.minimum(nbt, nt - B_nb * nbt)
+    stride = nbt + 3
+    span = 2 + mbt * kbt * stride
+    base = key0 + np.arange(NB) * span
+    csum_k = np.concatenate([[0], np.cumsum(k_sz)])
+    csum_m = np.concatenate([[0], np.cumsum(m_sz)])
+    csum_n = np.concatenate([[0], np.cumsum(n_sz)])
+    rows_k = csum_k[B_kb * kbt + nk] - csum_k[B_kb * kbt]
+    rows_m = csum_m[B_mb * mbt + nm] - csum_m[B_mb * mbt]
+    cols_n = csum_n[B_nb * nbt + nn] - csum_n[B_nb * nbt]
+    a_bytes = (rows_k * rows_m * a_hbm_bytes).astype(np.int64)
+    b_bytes = (rows_k * cols_n * wb).astype(np.int64)
+
+    # groups = (block, m tile); LS = (group, k step); MM = (LS, n tile); evac = (group, n tile)
+    g_blk, g_am = _expand(nm)
+    NG = len(g_blk)
+    ls_grp, ls_kl = _expand(nk[g_blk])
+    NLS = len(ls_grp)
+    ls_blk = g_blk[ls_grp]
+    mm_ls, mm_nl = _expand(nn[ls_blk])
+    NMM = len(mm_ls)
+    mm_blk = ls_blk[mm_ls]
+    ev_grp, ev_nl = _expand(nn[g_blk])
+    NEV = len(ev_grp)
+    ev_blk = g_blk[ev_grp]
+    last_kb = B_kb == k_blocks - 1
+    st_grp = np.flatnonzero(last_kb[g_blk])
+    NST = len(st_grp)
+    NCAST = NST if k_blocks > 1 else 0
+
+    # id bases in add order
+    id0 = b.count
+    trigA, dmaA = id0, id0 + NB
+    trigB, dmaB = id0 + 2 * NB, id0 + 3 * NB
+    qid = id0 + 4 * NB
+    lsid = qid + (NB if quant else 0)
+    mmid = lsid + NLS
+    evid = mmid + NMM
+    castid = evid + NEV
+    sttrig = castid + NCAST
+    stdma = sttrig + NST
+
+    ls_start_of_grp = np.cumsum(nk[g_blk]) - nk[g_blk]
+    mm_start_of_ls = np.cumsum(nn[ls_blk]) - nn[ls_blk]
+    ev_start_of_grp = np.cumsum(nn[g_blk]) - nn[g_blk]
+    last_ls_of_blk = np.cumsum(nm * nk) - 1
+    last_mm_of_blk = np.cumsum(np.bincount(mm_blk, minlength=NB)) - 1
+    prev_blk = np.arange(NB) - plan.nbuf
+    okb = prev_blk >= 0
+    relA = np.where(okb, lsid + last_ls_of_blk[np.maximum(prev_blk, 0)], -1)
+    relB = np.where(okb, mmid + last_mm_of_blk[np.maximum(prev_blk, 0)], -1)
+
+    # -- loads
+    qa = (queue0 + 2 * np.arange(NB)) % LQ
+    qb = (queue0 + 2 * np.arange(NB) + 1) % LQ
+    got = b.dma(qa, base + 0.2, a_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(relA,),
+                dtype="bf16" if quantize_a else dtype)
+    assert got[0] == dmaA
+    b.dma(qb, base + 0.4, b_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(relB,), dtype=dtype)
+    a_ready = dmaA + np.arange(NB)
+    if quant:
+        per_part = rows_k * rows_m / P
+        dur = C.quantize_mx_ns(hw, per_part) if mx else C.vector_ns(hw, per_part, "bf16")
+        b.add(VECTOR, base + 0.5, dur, "QuantizeMX" if mx else "TensorCopy", dtype, (a_ready,),
+              bytes=(rows_k * rows_m * (2 + wb)).astype(np.int64))
+        a_ready = qid + np.arange(NB)
+
+    # -- LoadStationary
+    ls_key = base[ls_blk] + 1 + (g_am[ls_grp] * kbt + ls_kl) * stride
+    ls_last_mm = mmid + mm_start_of_ls + nn[ls_blk] - 1
+    ls_rel = np.full(NLS, -1, np.int64)
+    ls_rel[2:] = ls_last_mm[:-2]
+    mi = B_mb[g_blk] * mbt + g_am  # global m tile per group
+    ki = B_kb[ls_blk] * kbt + ls_kl
+    got = b.add(TENSOR, ls_key, C.load_stationary_ns(hw), "LoadStationary", dtype, (a_ready[ls_blk], ls_rel),
+                bytes=(k_sz[ki] * m_sz[mi[ls_grp]] * wb).astype(np.int64))
+    assert got[0] == lsid
+
+    # -- MultiplyMoving
+    mm_grp = ls_grp[mm_ls]
+    ni = B_nb[mm_blk] * nbt + mm_nl
+    bank_dep = np.full(NMM, -1, np.int64)
+    first = np.flatnonzero((ls_kl[mm_ls] == 0) & (mm_grp >= 2))
+    if len(first):
+        g2 = mm_grp[first] - 2
+        ok = mm_nl[first] < nn[g_blk[g2]]
+        bank_dep[first[ok]] = evid + ev_start_of_grp[g2[ok]] + mm_nl[first[ok]]
+    ms, ks, ns_ = m_sz[mi[mm_grp]], k_sz[ki[mm_ls]], n_sz[ni]
+    got = b.add(MATRIX, ls_key[mm_ls] + 1 + mm_nl, C.matmul_ns(hw, ns_, dtype), "MultiplyMoving", dtype,
+                (lsid + mm_ls, dmaB + mm_blk, bank_dep), flops=(2 * ms * ks * ns_).astype(np.int64),
+                bytes=(ks * ns_ * wb + ms * ns_ * 4).astype(np.int64), pe=True)
+    assert got[0] == mmid
+
+    # -- PSUM evacuation after each block's last k step
+    ev_ni = B_nb[ev_blk] * nbt + ev_nl
+    ev_rows = m_sz[mi[ev_grp]]
+    ev_cols = n_sz[ev_ni]
+    last_ls_of_grp = ls_start_of_grp + nk[g_blk] - 1
+    ev_key = base[ev_blk] + 1 + (g_am[ev_grp] * kbt + nk[ev_blk] - 1) * stride + nbt + 1.5 + ev_nl * 1e-3
+    ev_mm = mmid + mm_start_of_ls[last_ls_of_grp[ev_grp]] + ev_nl
+    if k_blocks == 1:
+        on_scalar = ev_nl % 2 == 0
+        eng = np.where(on_scalar, SCALAR, VECTOR)
+        opc = np.where(on_scalar, C_OP["Activation"], C_OP["TensorCopy"])
+        dur = np.where(on_scalar, C.scalar_ns(hw, ev_cols, "fp32"), C.vector_ns(hw, ev_cols, "fp32"))
+        prev_acc = np.full(NEV, -1, np.int64)
+        ebytes = ev_rows * ev_cols * 6
+    else:
+        first_kb = B_kb[ev_blk] == 0
+        eng = np.where(first_kb, SCALAR, VECTOR)
+        opc = np.where(first_kb, C_OP["Activation"], C_OP["TensorTensor"])
+        dur = np.where(first_kb, C.scalar_ns(hw, ev_cols, "fp32"), C.vector_ns(hw, ev_cols, "fp32"))
+        g_prev = ev_grp - nm[ev_blk]
+        prev_acc = np.where(first_kb, -1, evid + ev_start_of_grp[np.maximum(g_prev, 0)] + ev_nl)
+        ebytes = np.where(first_kb, ev_rows * ev_cols * 8, ev_rows * ev_cols * 12)
+    got = b.add(eng, ev_key, dur, opc, "fp32", (ev_mm, prev_acc), bytes=ebytes.astype(np.int64))
+    assert got[0] == evid
+
+    # -- final cast (fp32 accumulator -> bf16) and store per m tile
+    st_blk = g_blk[st_grp]
+    st_cols = cols_n[st_blk]
+    st_rows = m_sz[mi[st_grp]]
+    last_ev = evid + ev_start_of_grp[st_grp] + nn[st_blk] - 1
+    other_ev = np.where(nn[st_blk] > 1, last_ev - 1, -1)
+    st_key = base[st_blk] + 1 + (g_am[st_grp] * kbt + nk[st_blk] - 1) * stride + nbt + 2.2
+    done = (last_ev, other_ev)
+    if NCAST:
+        b.add(SCALAR, st_key - 0.1, C.scalar_ns(hw, st_cols, "fp32"), "Activation", "fp32", (last_ev,),
+              bytes=(st_rows * st_cols * 6).astype(np.int64))
+        done = (castid + np.arange(NST),)
+    b.dma(np.full(NST, store_queue), st_key, (st_rows * st_cols * 2).astype(np.int64), st_rows, "sbuf", "hbm", done,
+          hw=hw)
+    assert b.count == stdma + NST
+    return MatmulInfo(2 * m * k * n, plan), key0 + NB * span + span

@@ -1,0 +1,233 @@
+"""A kernel program: one core's per-engine instruction streams for one kernel, as numpy arrays.
+
+Generators add instructions in vectorised batches (`ProgramBuilder.add`), each with a
+program-order key; `build()` sorts by key, so a queue executes its instructions in key
+order and every dependency points to an earlier instruction (checked). Dependencies are
+semaphore waits: an instruction starts after the instructions it names have finished.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Engine queues of one core, in track order. DMA queues follow (qSyncIO0..).
+TENSOR, MATRIX, VECTOR, SCALAR, GPSIMD, SYNC = range(6)
+N_COMPUTE_ENGINES = 6
+ENGINE_TRACKS: tuple[tuple[str, str], ...] = (
+    ("tensor", "Tensor"),
+    ("tensor_matrix", "TensorMatrix"),
+    ("vector", "Vector"),
+    ("scalar", "Scalar"),
+    ("gpsimd", "GpSimd"),
+    ("sync", "Sync"),
+)
+
+
+def dma_queue(i: int) -> int:
+    """Engine id of DMA queue `i` of a core."""
+    return N_COMPUTE_ENGINES + i
+
+
+def dma_track_name(i: int) -> str:
+    return f"qSyncIO{i}"
+
+
+class Vocab:
+    """Strings (opcodes, dtypes, memories, kernel names) to stable small integer codes."""
+
+    def __init__(self, values: tuple[str, ...] = ()) -> None:
+        self.codes: dict[str, int] = {}
+        self.values: list[str] = []
+        for v in values:
+            self.code(v)
+
+    def code(self, value: str) -> int:
+        c = self.codes.get(value)
+        if c is None:
+            c = self.codes[value] = len(self.values)
+            self.values.append(value)
+        return c
+
+
+OPCODES = Vocab((
+    "LoadStationary", "MultiplyMoving", "Transpose", "TensorTensor", "TensorScalar", "TensorCopy",
+    "TensorReduce", "Activation", "ActivationReduce", "Exponential", "QuantizeMX", "Max8", "FindIndex8",
+    "AffineSelect", "Iota", "DmaTrigger", "DmaTransfer",
+))
+DTYPES = Vocab(("bf16", "fp16", "fp8", "mxfp8", "mxfp4", "fp32", "int32", "uint8"))
+MEMORIES = Vocab(("hbm", "sbuf", "psum", "remote"))
+OP = OPCODES.codes
+DT = DTYPES.codes
+MEM = MEMORIES.codes
+
+_FIELDS_I64 = ("flops", "bytes", "hbm_read", "hbm_write")
+
+
+@dataclass
+class Program:
+    """Instructions of one kernel on one core, in program (topological) order."""
+
+    engine: np.ndarray      # int16: engine/queue id within the core
+    dur: np.ndarray         # float64 ns: nominal duration (before throttle and DMA sharing)
+    lat: np.ndarray         # float64 ns: fixed latency added to the ready time (DMA)
+    opcode: np.ndarray      # int16 code in OPCODES
+    dtype: np.ndarray       # int8 code in DTYPES
+    flops: np.ndarray       # int64: hardware FLOPs (tensor engine only)
+    bytes: np.ndarray       # int64: bytes touched (SBUF/PSUM for compute, moved for DMA)
+    partitions: np.ndarray  # int32: SBUF partitions a DMA spans (0 for compute)
+    src: np.ndarray         # int8 memory code (DMA), -1 otherwise
+    dst: np.ndarray         # int8
+    hbm_read: np.ndarray    # int64 bytes read from HBM
+    hbm_write: np.ndarray   # int64 bytes written to HBM
+    pe: np.ndarray          # bool: runs on the PE array (subject to the power throttle)
+    dep_ptr: np.ndarray     # int64 CSR over instructions
+    dep_idx: np.ndarray     # int64 indices of earlier instructions
+    sbuf_bytes: int = 0     # SBUF footprint of the kernel's buffers
+    psum_bytes: int = 0     # PSUM footprint
+
+    def __len__(self) -> int:
+        return len(self.engine)
+
+    @property
+    def is_dma(self) -> np.ndarray:
+        return self.partitions > 0
+
+    def total(self, name: str, mask: np.ndarray | None = None) -> int:
+        arr = getattr(self, name)
+        return int(arr.sum() if mask is None else arr[mask].sum())
+
+
+@dataclass
+class _Batch:
+    engine: int | np.ndarray
+    key: np.ndarray
+    dur: np.ndarray
+    opcode: int | np.ndarray
+    dtype: int
+    deps: list[np.ndarray]
+    lat: float = 0.0
+    flops: np.ndarray | int = 0
+    bytes: np.ndarray | int = 0
+    partitions: np.ndarray | int = 0
+    src: int = -1
+    dst: int = -1
+    hbm_read: np.ndarray | int = 0
+    hbm_write: np.ndarray | int = 0
+    pe: bool = False
+
+
+@dataclass
+class ProgramBuilder:
+    """Collects batches of instructions; ids it returns index instructions in add order."""
+
+    batches: list[_Batch] = field(default_factory=list)
+    count: int = 0
+    sbuf_bytes: int = 0
+    psum_bytes: int = 0
+
+    def add(self, engine, key, dur, opcode, dtype: str, deps=(), *, lat: float = 0.0,
+            flops=0, bytes=0, partitions=0, src: str | None = None, dst: str | None = None,
+            hbm_read=0, hbm_write=0, pe: bool = False) -> np.ndarray:
+        """Add len(key) instructions on `engine`; returns their ids. Each dep array holds one
+        predecessor id per instruction (-1 for none)."""
+        key = np.atleast_1d(np.asarray(key, np.float64))
+        n = len(key)
+        dur = np.broadcast_to(np.asarray(dur, np.float64), (n,))
+        dep_list = []
+        for d in deps:
+            d = np.broadcast_to(np.asarray(d, np.int64), (n,))
+            dep_list.append(d)
+        op = OP[opcode] if isinstance(opcode, str) else np.asarray(opcode, np.int16)
+        self.batches.append(_Batch(
+            engine, key, dur, op, DT[dtype], dep_list, lat, flops, bytes, partitions,
+            -1 if src is None else MEM[src], -1 if dst is None else MEM[dst], hbm_read, hbm_write, pe,
+        ))
+        ids = np.arange(self.count, self.count + n, dtype=np.int64)
+        self.count += n
+        return ids
+
+    def dma(self, queue: int, key, nbytes, partitions, src: str, dst: str, deps=(), *, hw, trigger_deps=(),
+            dtype: str = "bf16") -> np.ndarray:
+        """A DMA transfer triggered from the Sync engine: a DmaTrigger (descriptor generation)
+        then the transfer on DMA queue `queue` after the fixed latency. Returns transfer ids."""
+        from simcore.lowering.costs import dma_ns
+
+        key = np.atleast_1d(np.asarray(key, np.float64))
+        n = len(key)
+        nbytes = np.broadcast_to(np.asarray(nbytes, np.int64), (n,))
+        partitions = np.broadcast_to(np.asarray(partitions, np.int64), (n,))
+        d = hw.data["dma"]
+        trig = self.add(SYNC, key - 1e-3, d["descriptor_ns"], "DmaTrigger", dtype, tuple(trigger_deps))
+        return self.add(
+            N_COMPUTE_ENGINES + np.asarray(queue), key, dma_ns(hw, nbytes, partitions), "DmaTransfer", dtype, (trig, *deps),
+            lat=max(0.0, float(d["latency_ns"]) - float(d["descriptor_ns"])), bytes=nbytes,
+            partitions=partitions, src=src, dst=dst,
+            hbm_read=nbytes if src == "hbm" else 0, hbm_write=nbytes if dst == "hbm" else 0,
+        )
+
+    def build(self) -> Program:
+        if not self.batches:
+            raise ValueError("empty program")
+        sizes = [len(b.key) for b in self.batches]
+        n = sum(sizes)
+
+        def cat(name, dtype, default=None):
+            parts = []
+            for b, s in zip(self.batches, sizes):
+                v = getattr(b, name) if default is None else default(b)
+                parts.append(np.broadcast_to(np.asarray(v, dtype), (s,)))
+            return np.concatenate(parts)
+
+        key = cat("key", np.float64)
+        order = np.argsort(key, kind="stable")
+        inv = np.empty(n, np.int64)
+        inv[order] = np.arange(n)
+        # dependencies: (owner, predecessor) pairs in the new order
+        owners, preds = [], []
+        base = 0
+        for b, s in zip(self.batches, sizes):
+            for d in b.deps:
+                m = d >= 0
+                if m.any():
+                    owners.append(inv[np.arange(base, base + s)[m]])
+                    preds.append(inv[d[m]])
+            base += s
+        if owners:
+            own = np.concatenate(owners)
+            pre = np.concatenate(preds)
+            bad = pre >= own
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise AssertionError(f"dependency does not point backwards in program order (instr {own[i]} <- {pre[i]})")
+            srt = np.lexsort((pre, own))
+            own, pre = own[srt], pre[srt]
+            dep_ptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(own, minlength=n), out=dep_ptr[1:])
+        else:
+            pre = np.zeros(0, np.int64)
+            dep_ptr = np.zeros(n + 1, np.int64)
+
+        def field_(name, dtype, default=None):
+            return cat(name, dtype, default)[order]
+
+        return Program(
+            engine=field_("engine", np.int16, lambda b: b.engine),
+            dur=field_("dur", np.float64),
+            lat=field_("lat", np.float64, lambda b: b.lat),
+            opcode=field_("opcode", np.int16, lambda b: b.opcode),
+            dtype=field_("dtype", np.int8, lambda b: b.dtype),
+            flops=field_("flops", np.int64),
+            bytes=field_("bytes", np.int64),
+            partitions=field_("partitions", np.int32),
+            src=field_("src", np.int8, lambda b: b.src),
+            dst=field_("dst", np.int8, lambda b: b.dst),
+            hbm_read=field_("hbm_read", np.int64),
+            hbm_write=field_("hbm_write", np.int64),
+            pe=field_("pe", np.bool_, lambda b: b.pe),
+            dep_ptr=dep_ptr,
+            dep_idx=pre,
+            sbuf_bytes=int(self.sbuf_bytes),
+            psum_bytes=int(self.psum_bytes),
+        )
