@@ -348,17 +348,17 @@ def aggregate(units: pd.DataFrame, scope: Scope, peaks: Peaks, extra_scope: Mapp
     m["transpose_flops"] = int(round(tot["transpose_flops"]))
     m["achieved_tflops"] = tot["hardware_flops"] / secs / 1e12
     per_core = peaks.bf16_flops_per_s_per_core
-    if tot["unknown_dtype_flops"] > 0:
-        reason = "some kernels' dtypes have no tensor.bf16_flop_weight or peak in the trace's hardware."
-        for name in ("hardware_flops_bf16", "mfu_estimated_percent", "hfu_estimated_percent"):
-            why[name] = reason
-    else:
-        m["hardware_flops_bf16"] = int(round(tot["hardware_flops_bf16"]))
     if per_core is None:
         reason = f"the trace's hardware lacks {', '.join(peaks.missing_tensor_keys())}."
         for name in ("peak_bf16_tflops", "mfu_estimated_percent", "hfu_estimated_percent", "peak_flops_bandwidth_ratio"):
+            why[name] = reason
+    if tot["unknown_dtype_flops"] > 0:
+        reason = "some kernels' dtypes have no tensor.bf16_flop_weight or peak in the trace's hardware."
+        for name in ("hardware_flops_bf16", "mfu_estimated_percent", "hfu_estimated_percent"):
             why.setdefault(name, reason)
     else:
+        m["hardware_flops_bf16"] = int(round(tot["hardware_flops_bf16"]))
+    if per_core is not None:
         m["peak_bf16_tflops"] = per_core * cores / 1e12
         if "mfu_estimated_percent" not in why:
             den = per_core * secs * cores

@@ -1,0 +1,71 @@
+"""`trnx diff A B`: what changed from trace A to trace B (metrics, engines, ops, kernels).
+
+Thin over `explorer.model.diff`; every delta is B - A and ratio is B / A.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+
+from explorer.cli.summary import format_value
+from explorer.model.units import format_ns
+
+TOP = 15
+
+
+def _ratio(r: float | None) -> str:
+    return "" if r is None or (isinstance(r, float) and math.isnan(r)) else f"x{r:.3g}"
+
+
+def _signed_ns(v: float | None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    return ("+" if v > 0 else "") + format_ns(v)
+
+
+@click.command(help="Compare trace B against trace A: summary metric, engine, per-op and per-kernel time deltas.")
+@click.argument("a", type=click.Path())
+@click.argument("b", type=click.Path())
+@click.option("--json", "as_json", is_flag=True, help="Print every delta as JSON.")
+@click.option("--top", default=TOP, show_default=True, type=click.IntRange(min=1),
+              help="Ops and kernels with the largest time changes to show (text) or keep (JSON with --top given).")
+def diff(a: str, b: str, as_json: bool, top: int) -> None:
+    from explorer.model.diff import diff as compute
+    from simcore.trace import open_trace
+
+    d = compute(open_trace(a, validate=False), open_trace(b, validate=False))
+    ctx = click.get_current_context()
+    if as_json:
+        keep = top if ctx.get_parameter_source("top") == click.core.ParameterSource.COMMANDLINE else None
+        click.echo(json.dumps(d.to_dict(top=keep), indent=2))
+        return
+    click.echo(f"A  {d.a}\nB  {d.b}")
+    click.echo(f"\n{'metric':<36} {'A':>16} {'B':>16} {'B/A':>9}")
+    for r in d.metrics.to_dict("records"):
+        if r["a"] is None and r["b"] is None:
+            continue
+        flag = {"a": "  (A better)", "b": "  (B better)"}.get(r["better"], "")
+        click.echo(f"{r['metric']:<36} {format_value(r['a'], r['unit']):>16} {format_value(r['b'], r['unit']):>16} "
+                   f"{_ratio(r['ratio']):>9}{flag}")
+    click.echo(f"\n{'engine':<8} {'A active':>12} {'B active':>12} {'delta':>12} {'A %':>8} {'B %':>8}")
+    for r in d.engines.to_dict("records"):
+        click.echo(f"{r['engine']:<8} {format_value(r['a_active_ns'], 'ns'):>12} {format_value(r['b_active_ns'], 'ns'):>12} "
+                   f"{_signed_ns(r['delta_ns']):>12} {format_value(r['a_percent'], '%'):>8} {format_value(r['b_percent'], '%'):>8}")
+    for title, frame, a_col, b_col, label in (
+        ("ops", d.ops, "a_dur_ns", "b_dur_ns", "key"),
+        ("kernels (per op and name, summed over instances)", d.kernels, "a_time_ns", "b_time_ns", "name"),
+    ):
+        changed = frame[frame["delta_ns"].fillna(0) != 0]
+        click.echo(f"\n{title}: {len(frame)} compared, {len(changed)} changed, "
+                   f"{int((frame['status'] == 'only_a').sum())} only in A, {int((frame['status'] == 'only_b').sum())} only in B")
+        if changed.empty:
+            continue
+        worst = changed.reindex(changed["delta_ns"].abs().sort_values(ascending=False, kind="stable").index).head(top)
+        for r in worst.to_dict("records"):
+            name = r[label] if label == "key" else f"{r['op_key']} :: {r['name']}"
+            a_v = format_value(None if math.isnan(r[a_col]) else r[a_col], "ns")
+            b_v = format_value(None if math.isnan(r[b_col]) else r[b_col], "ns")
+            click.echo(f"  {_signed_ns(r['delta_ns']):>11} {a_v:>11} -> {b_v:<11} {_ratio(r['ratio']):>8}  {name}")

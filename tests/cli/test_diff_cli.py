@@ -1,0 +1,67 @@
+"""`trnx diff A B` through the real command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "model"))
+import analysis_traces as at  # noqa: E402
+
+
+def trnx(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "explorer.cli.main", *map(str, args)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    d = tmp_path_factory.mktemp("diffcli")
+    a = at.write(d / "bf16.trnx")
+    t = at.basic_tables()
+    t["kernels"]["dur_ns"][3] = 2000  # chip 1's matmul: 5000 -> 2000 ns
+    t["ops"]["dur_ns"][2] = 4000
+    t["instructions"]["dur_ns"][5] = 250
+    b = at.write(d / "mx.trnx", t)
+    return a, b
+
+
+def test_text_shows_metric_engine_op_and_kernel_deltas(pair):
+    proc = trnx("diff", *pair)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "bf16.trnx" in out and "mx.trnx" in out
+    assert "vector" in out and "-250 ns" in out
+    assert "ops: 5 compared, 1 changed" in out
+    assert "-1 us" in out and "TestNet / layer 0 / attention.qkv_proj #0" in out
+    assert "-3 us" in out and ":: matmul_qkv" in out
+
+
+def test_json_has_every_table_and_top_limits_rows(pair):
+    r = json.loads(trnx("diff", *pair, "--json").stdout)
+    assert set(r) == {"a", "b", "metrics", "engines", "ops", "kernels"}
+    ops = {o["key"]: o for o in r["ops"]}
+    assert ops["TestNet / layer 0 / attention.qkv_proj #0"]["delta_ns"] == -1000
+    vec = next(e for e in r["engines"] if e["engine"] == "vector")
+    assert vec["delta_ns"] == -250
+    small = json.loads(trnx("diff", *pair, "--json", "--top", "1").stdout)
+    assert len(small["ops"]) == 1 and small["ops"][0]["delta_ns"] == -1000
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_missing_trace_is_one_line_exit_2(pair, which, tmp_path):
+    args = list(pair)
+    args[which] = tmp_path / "nope.trnx"
+    proc = trnx("diff", *args)
+    assert proc.returncode == 2 and proc.stderr.startswith("trnx: error: ")
+    assert "nope.trnx does not exist" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_not_a_trace_is_rejected(pair, tmp_path):
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    proc = trnx("diff", pair[0], f)
+    assert proc.returncode == 2 and "not a trace directory" in proc.stderr
