@@ -116,7 +116,7 @@ def _check_magic(file: Path) -> None:
 
 def _check_buffers(table: pa.Table) -> None:
     """Catch damaged bytes that would crash a consumer later: buffer sizes (cheap), and per
-    dictionary column codes within the dictionary and valid UTF-8 (2-3 ms per 10M rows,
+    dictionary column codes within the dictionary and valid UTF-8 (~1 ms per 10M codes,
     where a full `validate(full=True)` costs ~17 ms)."""
     table.validate()
     for col in table.columns:
@@ -124,9 +124,9 @@ def _check_buffers(table: pa.Table) -> None:
             continue
         for chunk in col.chunks:
             chunk.dictionary.validate(full=True)
-            if len(chunk):
-                lo, hi = pc.min_max(chunk.indices).values()
-                if lo.as_py() is not None and (lo.as_py() < 0 or hi.as_py() >= len(chunk.dictionary)):
+            if len(chunk):  # as unsigned, a negative code is huge: one max() checks both ends
+                top = pc.max(chunk.indices.view(pa.uint32())).as_py()
+                if top is not None and top >= len(chunk.dictionary):
                     raise ValueError("dictionary code out of range")
 
 
