@@ -87,3 +87,10 @@ METRICS: tuple[MetricSpec, ...] = (
 METRIC_BY_NAME: dict[str, MetricSpec] = {m.name: m for m in METRICS}
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(m.group for m in METRICS))
+
+
+def markdown_table() -> str:
+    """The metric reference table of docs/metrics.md (a test keeps the two equal)."""
+    lines = ["| metric | unit | group | definition |", "|---|---|---|---|"]
+    lines += [f"| `{m.name}` | {m.unit} | {m.group} | {m.doc} |" for m in METRICS]
+    return "\n".join(lines)

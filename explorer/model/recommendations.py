@@ -27,6 +27,7 @@ from simcore.trace.schema import COUNTER_THROTTLE
 MIN_SHARE = 0.05  # a rule fires when the time it explains is >= 5% of the time it is measured against
 STRAGGLER_DOMINANCE = 0.5  # the last rank's lead over the next-to-last >= 50% of the others' mean wait
 SKEW_BYTES_RATIO = 1.25  # max/mean bytes across ranks of an all-to-all
+MIN_KERNEL_SAVING = 0.10  # MXFP8 advice lists kernels it would speed up by >= 10%
 MOE_WORDS = ("moe", "expert", "dispatch", "combine", "router")
 
 
@@ -377,6 +378,10 @@ def mxfp8_for_bf16_matmul(c: _Context) -> list[Recommendation]:
     dur = hit["dur_ns"].to_numpy(np.float64)
     new = np.maximum(dur - tc * (1 - bf16 / mx), th)
     saving = dur - new
+    worth = saving >= MIN_KERNEL_SAVING * dur  # kernels whose time is mostly elsewhere are left out
+    hit, dur, new, saving = hit[worth], dur[worth], new[worth], saving[worth]
+    if hit.empty:
+        return []
     total = float(saving.sum())
     if total < MIN_SHARE * c.kernel_time:
         return []

@@ -106,10 +106,6 @@ class Tracks:
         """Boolean mask over track ids."""
         return np.isin(self.kind, list(kinds))
 
-    def lookup(self, values: np.ndarray, default: int = -1) -> np.ndarray:
-        """values[track_id] for an array of track ids (ids beyond the table give `default`)."""
-        return values
-
 
 @dataclass(frozen=True)
 class Scope:
