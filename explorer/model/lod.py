@@ -12,6 +12,10 @@ exact only at its bucket edges), found with one `searchsorted` of the pixel edge
 whatever the number of intervals. Overlapping intervals (kernel rows, anything a
 writer overlaps) are first merged into their union, so a pixel is never more than
 100% busy and "20% busy" always looks 20% busy.
+
+Disjoint tracks share their table's arrays: a `Coverage` is the slice [lo, hi) of
+root arrays (`start`, `dur` and a table-wide prefix sum), so one frame can gather
+the pixels of every visible row in a few numpy calls (`fractions_many`).
 """
 
 from __future__ import annotations
@@ -36,13 +40,23 @@ def merge_overlaps(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.n
     return run_start.astype(np.int64), (run_end - run_start).astype(np.int64)
 
 
+def prefix_sum(dur: np.ndarray) -> np.ndarray:
+    """[0, d0, d0+d1, ...]: busy time before each interval (len n + 1)."""
+    cum = np.empty(len(dur) + 1, dtype=np.int64)
+    cum[0] = 0
+    np.cumsum(dur, out=cum[1:])
+    return cum
+
+
 @dataclass
 class Coverage:
-    """Busy-time prefix sums over one track's disjoint intervals (sorted by start)."""
+    """Busy-time prefix sums over one track's disjoint intervals: rows [lo, hi) of root arrays."""
 
-    start: np.ndarray  # int64, sorted, disjoint with `dur`
-    dur: np.ndarray  # int64
-    cum: np.ndarray  # int64, len n + 1: busy time before interval i
+    root_start: np.ndarray  # int64; sorted and disjoint within [lo, hi)
+    root_dur: np.ndarray  # int64
+    root_cum: np.ndarray  # int64, len(root) + 1: prefix sum of root_dur
+    lo: int
+    hi: int
 
     @classmethod
     def build(cls, start: np.ndarray, dur: np.ndarray, *, disjoint: bool | None = None) -> Coverage:
@@ -53,24 +67,29 @@ class Coverage:
             disjoint = is_disjoint(start, dur)
         if not disjoint:
             start, dur = merge_overlaps(start, dur)
-        cum = np.empty(len(dur) + 1, dtype=np.int64)
-        cum[0] = 0
-        np.cumsum(dur, out=cum[1:])
-        return cls(start, dur, cum)
+        return cls(start, dur, prefix_sum(dur), 0, len(start))
+
+    @property
+    def start(self) -> np.ndarray:
+        return self.root_start[self.lo:self.hi]
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.root_dur[self.lo:self.hi]
 
     @property
     def total(self) -> int:
-        return int(self.cum[-1])
+        return int(self.root_cum[self.hi] - self.root_cum[self.lo])
 
     def busy_before(self, t: np.ndarray | int) -> np.ndarray:
         """Busy time in (-inf, t) for each t (vectorised)."""
         t = np.asarray(t, dtype=np.int64)
-        if len(self.start) == 0:
+        if self.hi <= self.lo:
             return np.zeros(t.shape, dtype=np.int64)
-        j = np.searchsorted(self.start, t, side="right") - 1
-        jc = np.maximum(j, 0)
-        part = np.clip(t - self.start[jc], 0, self.dur[jc])
-        return np.where(j >= 0, self.cum[jc] + part, 0)
+        j = np.searchsorted(self.start, t, side="right") - 1 + self.lo
+        jc = np.maximum(j, self.lo)
+        part = np.clip(t - self.root_start[jc], 0, self.root_dur[jc])
+        return np.where(j >= self.lo, self.root_cum[jc] - self.root_cum[self.lo] + part, 0)
 
     def busy_in(self, t0: int, t1: int) -> int:
         """Busy time inside [t0, t1)."""
@@ -79,20 +98,50 @@ class Coverage:
 
     def fractions(self, edges: np.ndarray) -> np.ndarray:
         """Busy fraction (0..1) of each bin between consecutive `edges` (float ns allowed)."""
-        e = np.asarray(edges, dtype=np.float64)
-        # exact: B is piecewise linear, so evaluating it at float edges needs the
-        # fractional part only inside the interval that holds the edge
-        if len(self.start) == 0:
-            return np.zeros(len(e) - 1)
-        # integer keys: a float key would make numpy convert the whole start array
-        j = np.searchsorted(self.start, np.floor(e).astype(np.int64), side="right") - 1
-        jc = np.maximum(j, 0)
-        part = np.clip(e - self.start[jc], 0.0, self.dur[jc].astype(np.float64))
-        b = np.where(j >= 0, self.cum[jc] + part, 0.0)
-        width = np.diff(e)
+        return fractions_many([self], edges)[0][0]
+
+    def fractions_and_last(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Busy fraction of each bin, and the (track-relative) index of the last interval
+        starting at or before each bin's right edge (-1: none)."""
+        f, j = fractions_many([self], edges)
+        return f[0], j[0]
+
+
+def fractions_many(covs: list[Coverage], edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`fractions_and_last` for many tracks at once: (n, bins) fractions and indices.
+
+    One `searchsorted` per track; every gather and the arithmetic run once over all
+    tracks (a frame's cost is dominated by per-call overhead otherwise).
+    """
+    e = np.asarray(edges, dtype=np.float64)
+    n, nb = len(covs), len(e) - 1
+    if n == 0:
+        return np.zeros((0, nb)), np.zeros((0, nb), dtype=np.int64)
+    keys = np.floor(e).astype(np.int64)  # integer keys: a float key would convert the whole root
+    width = np.diff(e)
+    frac = np.zeros((n, nb))
+    last = np.full((n, nb), -1, dtype=np.int64)
+    groups: dict[int, list[int]] = {}
+    for i, c in enumerate(covs):
+        if c.hi > c.lo:
+            groups.setdefault(id(c.root_start), []).append(i)
+    for members in groups.values():
+        root = covs[members[0]]
+        j = np.empty((len(members), nb + 1), dtype=np.int64)
+        lo = np.empty((len(members), 1), dtype=np.int64)
+        for r, i in enumerate(members):
+            c = covs[i]
+            j[r] = np.searchsorted(c.root_start[c.lo:c.hi], keys, side="right")
+            j[r] += c.lo - 1
+            lo[r] = c.lo
+        jc = np.maximum(j, lo)
+        part = np.clip(e[None, :] - root.root_start[jc], 0.0, root.root_dur[jc].astype(np.float64))
+        b = np.where(j >= lo, (root.root_cum[jc] - root.root_cum[lo]) + part, 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            f = np.diff(b) / width
-        return np.clip(np.nan_to_num(f), 0.0, 1.0)
+            f = np.diff(b, axis=1) / width[None, :]
+        frac[members] = np.clip(np.nan_to_num(f), 0.0, 1.0)
+        last[members] = j[:, 1:] - lo
+    return frac, last
 
 
 def is_disjoint(start: np.ndarray, dur: np.ndarray) -> bool:

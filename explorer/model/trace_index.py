@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from explorer.model.counter_bins import CounterSeries
-from explorer.model.lod import Coverage, is_disjoint
+from explorer.model.lod import Coverage, is_disjoint, prefix_sum
 from simcore.errors import UserError
 from simcore.trace import Trace
 from simcore.trace import schema as S
@@ -328,12 +328,16 @@ class TraceIndex:
         for name in INTERVAL_TABLES:
             say(done, f"indexing {name}")
             events = self.tables[name] = EventTable(name, trace.table(name))
+            cum = prefix_sum(events.dur)  # shared by every disjoint track of the table
             for tid, (lo, hi) in events.bounds.items():
                 info = self.tracks.get(tid) or self._unknown_track(tid)
                 start, dur = events.start[lo:hi], events.dur[lo:hi]
                 disjoint = is_disjoint(start, dur)
-                reach = None if disjoint else np.maximum.accumulate(start + dur)
-                self.lanes[tid] = Lane(info, events, lo, hi, disjoint, Coverage.build(start, dur, disjoint=disjoint), reach)
+                if disjoint:
+                    cov, reach = Coverage(events.start, events.dur, cum, lo, hi), None
+                else:
+                    cov, reach = Coverage.build(start, dur, disjoint=False), np.maximum.accumulate(start + dur)
+                self.lanes[tid] = Lane(info, events, lo, hi, disjoint, cov, reach)
             done += weights[name]
         say(done, "indexing counters")
         ctab = trace.counters

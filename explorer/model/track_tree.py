@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from explorer.model.trace_index import KIND_ORDER, TraceIndex, TrackInfo
 
-AUTO_COLLAPSE_ROWS = 160  # above this many rows, cores start folded (chip 0 stays open)
+AUTO_COLLAPSE_ROWS = 160  # above this many rows, groups start folded ...
+OPEN_CORES = 2  # ... except chip 0 and its first cores
 
 
 @dataclass
@@ -85,12 +86,15 @@ class TrackTree:
             else:
                 parent.children.append(node)
         self._nodes = {n.key: n for n in self._walk(self.roots)}
-        if len(wanted) > AUTO_COLLAPSE_ROWS:
-            for key, node in self._nodes.items():
+        if len(wanted) > AUTO_COLLAPSE_ROWS:  # big traces open on chip 0's first cores
+            for node in self._nodes.values():
                 if node.is_group and node.depth >= 1:
                     node.collapsed = True
             for chip in self.roots[1:]:
                 chip.collapsed = True
+            if self.roots:
+                for core in [c for c in self.roots[0].children if c.is_group][:OPEN_CORES]:
+                    core.collapsed = False
 
     @staticmethod
     def _walk(nodes: list[Node]):

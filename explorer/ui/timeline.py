@@ -244,11 +244,9 @@ class TimelineWidget(QWidget):
         self.counter_canvas.update()
 
     def render_frame(self) -> float:
-        """Paint everything now (synchronously); returns the wall time in ms."""
+        """Paint the whole timeline now (synchronously); returns the wall time in ms."""
         t = time.perf_counter()
-        self.ruler.repaint()
-        self.canvas.repaint()
-        if self.counters_pane.isVisible():
-            self.counter_canvas.repaint()
+        self.update_all()
+        self.repaint()  # paints every dirty child (ruler, rows, counters) in one pass, as the event loop would
         self.last_frame_ms = (time.perf_counter() - t) * 1e3
         return self.last_frame_ms

@@ -25,7 +25,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter,
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from explorer.model.event_details import describe
-from explorer.model.lod import last_started
+from explorer.model.lod import fractions_many, last_started
 from explorer.model.selection import AreaSelection
 from explorer.model.track_tree import Row, TrackTree
 from explorer.model.trace_index import EventRef
@@ -45,6 +45,7 @@ MIN_RECT_PX = 2.0  # narrower intervals are shown (exactly) by the coverage line
 LABEL_PX = 36.0
 MAX_LABELS = 400
 DRAG_PX = 4
+FOLDED_SAMPLE = 8  # rows sampled for a folded group's activity line
 
 
 @dataclass
@@ -256,30 +257,47 @@ class TrackCanvas(QWidget):
         vp = self.timeline.viewport
         tw = self.track_width
         lanes = [(g, index.lanes[g.track_id]) for g in geoms if g.track_id in index.lanes]
-        if not lanes:
+        folded = [g for g in geoms if g.row.node.is_group and g.row.node.collapsed]
+        if not lanes and not folded:
             return
         bg = np.array([P.BACKGROUND.red(), P.BACKGROUND.green(), P.BACKGROUND.blue()], dtype=np.float32)
-        buf = np.empty((len(lanes), tw), dtype=np.uint32)
-        sparse = []
-        for i, (g, lane) in enumerate(lanes):
-            a, b = lane.visible(vp.t0, vp.t1)
-            if b <= a:
-                buf[i] = P.pack_rgb32(bg)
-                continue
-            frac, last = lane.coverage.fractions_and_last(edges)
-            if not lane.disjoint:
-                last = last_started(lane.start, edges)
-            codes = colours.codes[lane.events.name]
-            c = codes[lane.lo + np.clip(last, 0, lane.count - 1)]
-            rgb = bg + (pal[c] - bg) * frac[:, None].astype(np.float32)
-            buf[i] = P.pack_rgb32(rgb)
-            if b - a <= tw // SPARSE_PX_PER_EVENT:
-                sparse.append((g, lane, a, b))
-        img = QImage(buf.data, tw, len(lanes), tw * 4, QImage.Format_RGB32)
-        for i, (g, _) in enumerate(lanes):
+        buf = np.empty((len(lanes) + len(folded), tw), dtype=np.uint32)
+        self._paint_folded_summaries(buf[len(lanes):], folded, edges)
+        if lanes:
+            # every row's pixels at once: coverage fraction and the category under each pixel
+            frac, last = fractions_many([lane.coverage for _, lane in lanes], edges)
+            code = np.zeros(last.shape, dtype=np.int32)
+            for i, (_, lane) in enumerate(lanes):
+                if not lane.disjoint:  # coverage runs are merged: find the colour in the events
+                    last[i] = last_started(lane.start, edges)
+                if lane.count:
+                    codes = colours.codes[lane.events.name]
+                    code[i] = codes[lane.lo + np.clip(last[i], 0, lane.count - 1)]
+            rgb = bg + (pal[code] - bg) * frac[:, :, None].astype(np.float32)
+            buf[:len(lanes)] = P.pack_rgb32(rgb)
+        img = QImage(buf.data, tw, len(buf), tw * 4, QImage.Format_RGB32)
+        for i, g in enumerate([g for g, _ in lanes] + folded):
             p.drawImage(QRectF(GUTTER, g.y + 1, tw, g.h - 2), img, QRectF(0, i, tw, 1))
-        for g, lane, a, b in sparse:
-            self._paint_rects(p, g, lane, a, b)
+        for g, lane in lanes:
+            a, b = lane.visible(vp.t0, vp.t1)
+            if 0 < b - a <= tw // SPARSE_PX_PER_EVENT:
+                self._paint_rects(p, g, lane, a, b)
+
+    def _paint_folded_summaries(self, out: np.ndarray, folded: list[RowGeom], edges: np.ndarray) -> None:
+        """A folded group's row shows how busy its rows are: the mean coverage of (up
+        to FOLDED_SAMPLE, evenly spread) rows under it, as intensity."""
+        index = self.timeline.index
+        bg = np.array([P.GROUP_BG.red(), P.GROUP_BG.green(), P.GROUP_BG.blue()], dtype=np.float32)
+        fg = np.array([P.ACCENT.red(), P.ACCENT.green(), P.ACCENT.blue()], dtype=np.float32)
+        for i, g in enumerate(folded):
+            lanes = [index.lanes[t.track_id] for t in g.row.node.tracks()
+                     if t.track_id in index.lanes and t.kind not in ("kernel", "cc")]
+            if not lanes:
+                out[i] = P.pack_rgb32(bg)
+                continue
+            pick = np.unique(np.linspace(0, len(lanes) - 1, min(len(lanes), FOLDED_SAMPLE)).astype(int))
+            frac = fractions_many([lanes[j].coverage for j in pick], edges)[0].mean(axis=0)
+            out[i] = P.pack_rgb32(bg + (fg - bg) * frac[:, None].astype(np.float32))
 
     def _paint_rects(self, p: QPainter, g: RowGeom, lane, a: int, b: int) -> None:
         tl = self.timeline
@@ -344,12 +362,9 @@ class TrackCanvas(QWidget):
             colour = P.ACCENT if "Bandwidth" in series.name else QColor("#c678dd") if "Usage" in series.name else QColor("#e5c07b")
             solid = np.array([colour.red(), colour.green(), colour.blue()], dtype=np.float32)
             bg = np.array([P.BACKGROUND.red(), P.BACKGROUND.green(), P.BACKGROUND.blue()], dtype=np.float32)
-            img_rgb = np.empty((h, tw, 3), dtype=np.float32)
-            img_rgb[:] = bg
-            envelope = (ys <= hmax[None, :]) & (ys + 1 >= hmin[None, :])
-            img_rgb[envelope] = bg + (solid - bg) * 0.45
-            img_rgb[ys < hmean[None, :]] = bg + (solid - bg) * 0.8
-            packed = np.ascontiguousarray(P.pack_rgb32(img_rgb))
+            packed = np.full((h, tw), P.pack_rgb32(bg), dtype=np.uint32)
+            packed[(ys <= hmax[None, :]) & (ys + 1 >= hmin[None, :])] = P.pack_rgb32(bg + (solid - bg) * 0.45)
+            packed[ys < hmean[None, :]] = P.pack_rgb32(bg + (solid - bg) * 0.8)
             img = QImage(packed.data, tw, h, tw * 4, QImage.Format_RGB32)
             p.drawImage(QPoint(GUTTER, g.y + 3), img)
             if ref and top == ref:  # 100% of the hardware peak
