@@ -80,9 +80,13 @@ def union_runs_per_group(
     if not keep.any():
         empty = np.array([], dtype=np.int64)
         return empty, empty, empty
-    g = group[keep].astype(np.int64)
-    s = start[keep].astype(np.int64)
-    e = end[keep].astype(np.int64)
+    if keep.all():  # the common case: no copies of 10M-row columns just to drop nothing
+        g, s, e = group, start, end
+    else:
+        g, s, e = group[keep], start[keep], end[keep]
+    g = g.astype(np.int64, copy=False)
+    s = s.astype(np.int64, copy=False)
+    e = e.astype(np.int64, copy=False)
     lo = int(s.min())
     stride = int(e.max()) - lo + 1
     if stride * (int(g.max()) + 2) >= 2**62:
