@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import shiboken6
-from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPolygonF
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from explorer.model.event_details import describe
@@ -40,7 +40,7 @@ PIN_W = 18
 ROW_H = 18
 GROUP_H = 20
 COUNTER_H = 44
-SPARSE_PX_PER_EVENT = 3  # at most width/3 visible intervals: draw them as rectangles
+SPARSE_PX_PER_EVENT = 5  # at most width/5 visible intervals: also draw them as outlined rectangles
 MIN_RECT_PX = 2.0  # narrower intervals are shown (exactly) by the coverage line only
 LABEL_PX = 36.0
 MAX_LABELS = 400
@@ -75,6 +75,10 @@ class TrackCanvas(QWidget):
         self.last_paint_ms = 0.0
         self.hover_text = ""
         self._layout: list[tuple[Row, int]] = []  # unpinned rows and their heights
+        self._layout_version = 0
+        self._text_widths: dict[str, int] = {}
+        self._gutter: QPixmap | None = None
+        self._gutter_key: tuple = ()
         self._cum: list[int] = [0]
         self._pinned: list[tuple[Row, int]] = []
         self._press: tuple[QPointF, Qt.MouseButton, Qt.KeyboardModifier, RowGeom | None] | None = None
@@ -104,6 +108,7 @@ class TrackCanvas(QWidget):
 
     def relayout(self) -> None:
         """Recompute row positions after the tree changed (fold, pin, move)."""
+        self._layout_version += 1
         if self.tree is None:
             self._layout, self._cum, self._pinned = [], [0], []
         else:
@@ -227,7 +232,7 @@ class TrackCanvas(QWidget):
             p.setPen(QPen(P.ACCENT, 1))
             p.drawLine(0, ph - 2, w, ph - 2)
         self._paint_overlays(p, pinned + rows)
-        self._paint_gutter(p, rows, pinned)
+        self._paint_cached_gutter(p, rows, pinned)
         p.end()
         self.last_paint_ms = (time.perf_counter() - t_start) * 1e3
 
@@ -340,8 +345,13 @@ class TrackCanvas(QWidget):
             names = tl.colour_codes.names
             p.setPen(QColor("#101216"))
             for k in wide:
-                r = QRectF(rects[k, 0] + 3, rects[k, 1], rects[k, 2] - 6, rects[k, 3])
-                p.drawText(r, Qt.AlignVCenter | Qt.AlignLeft, fm.elidedText(names[int(codes[k])], Qt.ElideRight, int(r.width())))
+                name = names[int(codes[k])]
+                width = self._text_widths.get(name)
+                if width is None:
+                    width = self._text_widths[name] = fm.horizontalAdvance(name)
+                avail = rects[k, 2] - 6
+                text = name if width <= avail else fm.elidedText(name, Qt.ElideRight, int(avail))
+                p.drawText(QRectF(rects[k, 0] + 3, rects[k, 1], avail, rects[k, 3]), Qt.AlignVCenter | Qt.AlignLeft, text)
 
     def _paint_counters(self, p: QPainter, geoms: list[RowGeom], edges: np.ndarray) -> None:
         index = self.timeline.index
@@ -358,15 +368,22 @@ class TrackCanvas(QWidget):
             hmax = np.nan_to_num(bins.max * scale, nan=-1.0)
             hmin = np.nan_to_num(bins.min * scale, nan=0.0)
             hmean = np.nan_to_num(bins.mean * scale, nan=-1.0)
-            ys = (h - 1 - np.arange(h, dtype=np.float64))[:, None]  # height above the baseline
             colour = P.ACCENT if "Bandwidth" in series.name else QColor("#c678dd") if "Usage" in series.name else QColor("#e5c07b")
-            solid = np.array([colour.red(), colour.green(), colour.blue()], dtype=np.float32)
-            bg = np.array([P.BACKGROUND.red(), P.BACKGROUND.green(), P.BACKGROUND.blue()], dtype=np.float32)
-            packed = np.full((h, tw), P.pack_rgb32(bg), dtype=np.uint32)
-            packed[(ys <= hmax[None, :]) & (ys + 1 >= hmin[None, :])] = P.pack_rgb32(bg + (solid - bg) * 0.45)
-            packed[ys < hmean[None, :]] = P.pack_rgb32(bg + (solid - bg) * 0.8)
-            img = QImage(packed.data, tw, h, tw * 4, QImage.Format_RGB32)
-            p.drawImage(QPoint(GUTTER, g.y + 3), img)
+            base = g.y + 3 + h
+            x = GUTTER + np.arange(tw, dtype=np.float64) + 0.5
+            # the min..max envelope of each pixel (peaks never vanish), then the mean as a filled area
+            for top_h, bottom_h, alpha in ((hmax, hmin, 110), (hmean, np.zeros(tw), 210)):
+                ok = np.flatnonzero(top_h >= 0)
+                if not len(ok):
+                    continue
+                lines = np.empty((len(ok), 4), dtype=np.float64)
+                lines[:, 0] = lines[:, 2] = x[ok]
+                lines[:, 1] = base - np.minimum(bottom_h[ok], top_h[ok])
+                lines[:, 3] = base - np.maximum(top_h[ok], 0.5)
+                c = QColor(colour)
+                c.setAlpha(alpha)
+                p.setPen(QPen(c, 1))
+                p.drawLines(shiboken6.wrapInstance(lines.ctypes.data, QLineF), len(ok))
             if ref and top == ref:  # 100% of the hardware peak
                 p.setPen(QPen(QColor(224, 108, 117, 160), 1, Qt.DashLine))
                 p.drawLine(GUTTER, g.y + 3, self.width(), g.y + 3)
@@ -442,6 +459,21 @@ class TrackCanvas(QWidget):
             p.setBrush(QColor("#ffd166"))
             p.drawPolygon(head)
         p.setRenderHint(QPainter.Antialiasing, False)
+
+    def _paint_cached_gutter(self, p: QPainter, rows: list[RowGeom], pinned: list[RowGeom]) -> None:
+        """The labels only change when rows do: keep them as a pixmap between frames."""
+        key = (self.height(), self.scroll_y, self._layout_version, self._drop_y, id(self.timeline.index),
+               self.devicePixelRatioF())
+        if key != self._gutter_key or self._gutter is None:
+            dpr = self.devicePixelRatioF()
+            pm = QPixmap(int(GUTTER * dpr), int(self.height() * dpr))
+            pm.setDevicePixelRatio(dpr)
+            gp = QPainter(pm)
+            gp.setFont(self._font)
+            self._paint_gutter(gp, rows, pinned)
+            gp.end()
+            self._gutter, self._gutter_key = pm, key
+        p.drawPixmap(0, 0, self._gutter)
 
     def _paint_gutter(self, p: QPainter, rows: list[RowGeom], pinned: list[RowGeom]) -> None:
         h = self.height()
