@@ -79,15 +79,13 @@ def _inverse_progress(t, g, f, lo, hi, s, work):
 
 @_njit(cache=True, nogil=True)
 def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_prof, n_queues, t0,
-              thr_start, thr_ramp, thr_cool, n_thr,
+              thr_start, thr_ramp, thr_cool, busy_since, last_end,
               prof_ptr, prof_t, prof_g, prof_f):
     n = queue.shape[0]
     start = np.empty(n, np.float64)
     end = np.empty(n, np.float64)
     rate = np.ones(n, np.float32)
     qfree = np.full(n_queues, t0, np.float64)
-    busy_since = np.full(max(n_thr, 1), -1e300, np.float64)
-    last_end = np.full(max(n_thr, 1), -1e300, np.float64)
     for i in range(n):
         r = t0
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
@@ -122,7 +120,7 @@ def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_prof, n_queues, t0,
         qfree[q] = e
         if th >= 0 and e > last_end[th]:
             last_end[th] = e
-    return start, end, rate
+    return start, end, rate, busy_since, last_end
 
 
 @dataclass
@@ -152,20 +150,30 @@ def schedule(
     throttle: Throttle,
     n_thr: int,
     profiles: Profiles,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Start, end (ns, float) and tensor rate factor of every instruction, in program order.
+    thr_state: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Start, end (ns, float) and tensor rate factor of every instruction, in program order,
+    and the throttle state (busy-since, last-end per throttle group) after the last one.
 
     Dependencies must point to earlier instructions (program order is a topological order).
+    `thr_state` carries the tensor engines' ramp state in from an earlier window.
     """
-    return _schedule(
+    if thr_state is None:
+        busy = np.full(max(n_thr, 1), -1e300, np.float64)
+        last = np.full(max(n_thr, 1), -1e300, np.float64)
+    else:
+        busy = np.array(thr_state[0], np.float64, copy=True)
+        last = np.array(thr_state[1], np.float64, copy=True)
+    start, end, rate, busy, last = _schedule(
         np.ascontiguousarray(queue, np.int32), np.ascontiguousarray(dur, np.float64),
         np.ascontiguousarray(lat, np.float64), np.ascontiguousarray(dep_ptr, np.int64),
         np.ascontiguousarray(dep_idx, np.int64), np.ascontiguousarray(thr_id, np.int32),
         np.ascontiguousarray(dma_prof, np.int32), int(n_queues), float(t0),
-        float(throttle.start_fraction), float(throttle.ramp_ns), float(throttle.cooldown_ns), int(n_thr),
+        float(throttle.start_fraction), float(throttle.ramp_ns), float(throttle.cooldown_ns), busy, last,
         profiles.ptr.astype(np.int64), profiles.t.astype(np.float64), profiles.g.astype(np.float64),
         profiles.f.astype(np.float64),
     )
+    return start, end, rate, (busy, last)
 
 
 def schedule_closed_form(

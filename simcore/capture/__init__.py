@@ -1,0 +1,55 @@
+"""`simcore.capture(...)`: simulate a workload on a hardware preset and write a trace.
+
+    >>> import simcore
+    >>> simcore.capture(workload="gemm", shape="4096,4096,4096", dtype="mxfp8", out_path="gemm.trnx")
+
+Options are validated first (the same one-sentence errors as `trnx capture`), the run is
+deterministic for a seed, and the write is atomic: cancelling (`cancel.set()`) or any
+failure leaves nothing at `out_path`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from simcore.capture.config import CaptureConfig, Resolved, resolve
+from simcore.capture.engine import CaptureCancelled, Progress, capture_to, simulate
+from simcore.errors import ConfigError
+
+
+def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str | os.PathLike[str] | None = None, *,
+            progress: Progress | None = None, cancel: Any = None, compression: str | None = None,
+            **options: Any) -> Path:
+    """Run a capture and write `out_path` (a NAME.trnx directory); returns its path.
+
+    `config` is a CaptureConfig or a dict of options; keyword options override it
+    (hardware, workload, phase, batch, seq, context, shape, dtype, layers, detail, cores,
+    compute_cores, seed, overwrite). `progress(fraction, message)` is called as ops
+    finish; `cancel` is anything with `is_set()` (e.g. threading.Event).
+    """
+    if out_path is None:
+        raise ConfigError("capture needs an output path (-o NAME.trnx).")
+    cfg = CaptureConfig.from_kwargs(config, **options)
+    res = resolve(cfg)
+    out = Path(out_path)
+    if out.exists() and not cfg.overwrite:
+        raise ConfigError(f"{out} already exists; choose another name or pass --overwrite.")
+    if not out.parent.is_dir():
+        raise ConfigError(f"cannot write {out}: directory {out.parent} does not exist.")
+    return capture_to(res, out, progress, cancel, compression)
+
+
+class _CallableModule(types.ModuleType):
+    """Lets `simcore.capture(...)` call `capture` although `simcore.capture` is this package."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Path:
+        return capture(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = ["CaptureCancelled", "CaptureConfig", "Resolved", "capture", "resolve", "simulate"]

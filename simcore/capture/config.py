@@ -1,0 +1,196 @@
+"""Capture options and their validation: every bad input fails here, before any simulation,
+with the same one-sentence `ConfigError` for the CLI, the GUI and the Python API."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from simcore.errors import ConfigError
+from simcore.hardware import Hardware, load_hardware
+from simcore.workloads import MICROBENCHMARKS, MODELS, PHASES, Workload, microbenchmark
+from simcore.workloads.llm import model_ops
+from simcore.workloads.memory import check_fits
+from simcore.workloads.opgraph import load_opgraph
+
+DETAILS = ("kernel", "instruction")
+DEFAULT_SEQ = 2048
+DEFAULT_CONTEXT = 4096
+
+
+@dataclass
+class CaptureConfig:
+    """What to simulate. Field names match `trnx capture` flags."""
+
+    hardware: str = "trn3"
+    workload: str = "llama3.1-8b"
+    phase: str | None = None          # models: prefill | decode (default) | train
+    batch: int = 1
+    seq: int | None = None            # new tokens per sequence (prefill/train; default 2048)
+    context: int | None = None        # tokens already in the KV cache (decode default 4096, else 0)
+    shape: str | tuple | list | None = None   # micro-benchmarks: e.g. "8192,8192,8192"
+    dtype: str = "bf16"
+    layers: int | None = None         # simulate the first N layers only
+    detail: str | None = None         # kernel | instruction (default: instruction if cores are given)
+    cores: str | list[int] | None = None      # instruction-detail cores: "all", "0,3" or a list
+    compute_cores: int | None = None  # cores the workload is spread over (models: all; micro-benchmarks: 1)
+    seed: int = 0
+    overwrite: bool = False
+
+    @classmethod
+    def from_kwargs(cls, config: "CaptureConfig | dict[str, Any] | None" = None, **kwargs: Any) -> "CaptureConfig":
+        if isinstance(config, CaptureConfig):
+            base = asdict(config)
+        elif isinstance(config, dict):
+            base = dict(config)
+        elif config is None:
+            base = {}
+        else:
+            raise ConfigError("capture options must be a CaptureConfig or a dict of options.")
+        base.update({k: v for k, v in kwargs.items() if v is not None})
+        unknown = sorted(set(base) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(f"unknown capture option '{unknown[0]}'; known: {', '.join(cls.__dataclass_fields__)}.")
+        return cls(**base)
+
+
+@dataclass
+class Resolved:
+    """A validated capture: the hardware, the op graph and the cores to detail."""
+
+    config: CaptureConfig
+    hw: Hardware
+    workload: Workload
+    compute_cores: int
+    detail: str
+    detail_cores: list[int]
+    memory: dict[str, int] = field(default_factory=dict)
+
+    def capture_meta(self) -> dict[str, Any]:
+        c = self.config
+        return {"detail": self.detail, "cores": self.detail_cores, "compute_cores": self.compute_cores,
+                "layers": self.workload.params.get("layers"), "seed": c.seed, "parallelism": {"tp": 1, "ep": 1, "dp": 1, "pp": 1},
+                "chips": self.hw.chips, "memory_bytes": self.memory}
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"--{name} must be a positive integer (got {value!r}).")
+    return int(value)
+
+
+def _parse_cores(cores: Any, n: int) -> list[int] | None:
+    if cores is None:
+        return None
+    if isinstance(cores, str):
+        text = cores.strip().lower()
+        if text == "all":
+            return list(range(n))
+        try:
+            picked = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"--cores '{cores}' must be 'all' or core numbers like 0,1,2.") from None
+    else:
+        picked = [int(x) for x in cores]
+    if not picked:
+        raise ConfigError("--cores names no core; give 'all' or core numbers like 0,1.")
+    bad = [c for c in picked if not 0 <= c < n]
+    if bad:
+        raise ConfigError(f"--cores {bad[0]} does not exist: the chip has cores 0..{n - 1}.")
+    return sorted(set(picked))
+
+
+def _model_workload(c: CaptureConfig, hw: Hardware, compute_cores: int) -> tuple[Workload, dict[str, int]]:
+    cfg = MODELS[c.workload]
+    phase = c.phase or "decode"
+    if phase not in PHASES:
+        raise ConfigError(f"unknown phase '{phase}'; choose one of {', '.join(PHASES)}.")
+    batch = _positive("batch", c.batch)
+    seq = _positive("seq", c.seq if c.seq is not None else DEFAULT_SEQ)
+    context = c.context if c.context is not None else (DEFAULT_CONTEXT if phase == "decode" else 0)
+    if isinstance(context, bool) or not isinstance(context, (int, np.integer)) or context < 0:
+        raise ConfigError(f"--context must be a non-negative integer (got {context!r}).")
+    if phase == "decode" and c.seq is not None:
+        raise ConfigError("--seq sets the prompt length of prefill or train; decode takes --context (tokens already cached).")
+    total = context + (1 if phase == "decode" else seq)
+    if total > cfg.max_position:
+        raise ConfigError(f"{total} tokens exceed {cfg.name}'s maximum context of {cfg.max_position}.")
+    layers = cfg.layers if c.layers is None else _positive("layers", c.layers)
+    if layers > cfg.layers:
+        raise ConfigError(f"--layers {layers} exceeds the {cfg.layers} layers of {cfg.name}.")
+    if cfg.heads % compute_cores:
+        raise ConfigError(
+            f"{cfg.name}'s {cfg.heads} attention heads do not divide over {compute_cores} compute cores; "
+            f"use a divisor of {cfg.heads} such as {max(d for d in range(1, hw.cores_per_chip + 1) if cfg.heads % d == 0)}."
+        )
+    if cfg.kv_heads >= compute_cores and cfg.kv_heads % compute_cores:
+        raise ConfigError(f"{cfg.name}'s {cfg.kv_heads} KV heads do not divide over {compute_cores} compute cores.")
+    mem = check_fits(cfg, phase, batch, seq, context, c.dtype, hw.hbm_capacity * hw.chips, hw.name, hw.chips)
+    rng = np.random.default_rng(c.seed)
+    ops = model_ops(cfg, phase, batch, seq, context, layers, c.dtype, rng)
+    params: dict[str, Any] = {"batch": batch, "layers": layers, "total_layers": cfg.layers, "params": cfg.total_params()}
+    if phase == "decode":
+        params["context"] = context
+    else:
+        params["seq"] = seq
+        params["context"] = context
+    wl = Workload(cfg.name, cfg.display, "model", c.dtype, ops, params, phase,
+                  {L: f"layer {L}" for L in range(layers)})
+    return wl, mem
+
+
+def resolve(config: CaptureConfig) -> Resolved:
+    """Validate everything and build the op graph; raises ConfigError with one sentence."""
+    c = config
+    hw = load_hardware(c.hardware)
+    if not isinstance(c.dtype, str):
+        raise ConfigError(f"--dtype must be a name like bf16 (got {c.dtype!r}).")
+    hw.check_dtype(c.dtype)
+    if not isinstance(c.seed, (int, np.integer)) or isinstance(c.seed, bool) or c.seed < 0:
+        raise ConfigError(f"--seed must be a non-negative integer (got {c.seed!r}).")
+    n = hw.cores_per_chip
+    detail_cores = _parse_cores(c.cores, n)
+    detail = c.detail or ("instruction" if detail_cores else "kernel")
+    if detail not in DETAILS:
+        raise ConfigError(f"unknown detail '{detail}'; choose kernel or instruction.")
+    if detail == "kernel" and detail_cores:
+        raise ConfigError("--cores picks the cores to record instructions for; add --detail instruction.")
+    if detail == "instruction" and not detail_cores:
+        detail_cores = [0]
+    name = str(c.workload)
+    is_file = name.endswith(".json") or (Path(name).is_file() and name not in MODELS and name not in MICROBENCHMARKS)
+    if name in MODELS:
+        cc = n if c.compute_cores is None else _positive("compute-cores", c.compute_cores)
+    else:
+        cc = (1 if name in MICROBENCHMARKS else n) if c.compute_cores is None else _positive("compute-cores", c.compute_cores)
+    if cc > n:
+        raise ConfigError(f"--compute-cores {cc} exceeds the {n} cores of a {hw.name} chip.")
+    mem: dict[str, int] = {}
+    if name in MODELS:
+        if c.shape is not None:
+            raise ConfigError(f"--shape applies to micro-benchmarks; {name} takes --batch, --seq and --context.")
+        wl, mem = _model_workload(c, hw, cc)
+    elif name in MICROBENCHMARKS:
+        if c.phase is not None:
+            raise ConfigError(f"--phase applies to model workloads, not the {name} micro-benchmark.")
+        if c.layers is not None:
+            raise ConfigError(f"--layers applies to model workloads, not the {name} micro-benchmark.")
+        wl = microbenchmark(name, c.shape, c.dtype, compute_cores=cc, mx_group=int(hw.tensor["mx_scale_group"]))
+    elif is_file:
+        wl = load_opgraph(name, c.dtype if c.dtype != "bf16" else None)
+        for op in wl.ops:
+            hw.check_dtype(op.dtype) if op.kind in ("matmul", "grouped_matmul") else None
+            if op.kind == "attention" and op.params["q_heads"] % cc:
+                raise ConfigError(f"op {op.name} has {op.params['q_heads']} heads, which do not divide over {cc} compute cores.")
+        if c.layers is not None:
+            keep = _positive("layers", c.layers)
+            wl.ops = [o for o in wl.ops if o.layer < keep]
+    else:
+        raise ConfigError(
+            f"unknown workload '{name}'; choose one of {', '.join(list(MODELS) + list(MICROBENCHMARKS))} "
+            "or pass an op-graph .json file."
+        )
+    return Resolved(c, hw, wl, cc, detail, detail_cores or [], mem)

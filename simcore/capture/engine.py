@@ -1,0 +1,95 @@
+"""Run a capture: shard every op over the cores, schedule it, and write the trace.
+
+Ops run one after another on the chip (an op starts when every core has finished the
+previous one: its inputs are the previous op's outputs, exchanged through HBM). Inside
+an op, the cores' kernels run concurrently and share the chip's HBM bandwidth.
+Kernel rows are recorded for every core; instructions, DMA transfers and dependency
+flows for the cores picked for instruction detail.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import simcore
+from simcore.capture.config import Resolved
+from simcore.capture.tables import TraceTables
+from simcore.errors import UserError
+from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
+from simcore.lowering.program import N_COMPUTE_ENGINES
+from simcore.timing.window import schedule_window
+from simcore.trace import TraceWriter
+
+Progress = Callable[[float, str], Any]
+
+
+class CaptureCancelled(UserError):
+    """The caller cancelled the capture; nothing was written."""
+
+
+def simulate(res: Resolved, writer: TraceWriter | None, progress: Progress | None = None, cancel: Any = None) -> TraceTables:
+    """Simulate `res` into trace tables (written through `writer` when given)."""
+    hw, wl = res.hw, res.workload
+    n_cores = hw.cores_per_chip
+    cc = res.compute_cores
+    tables = TraceTables(hw, res.detail_cores, wl)
+    t = 0.0
+    busy = np.full(n_cores, -1e300)
+    last = np.full(n_cores, -1e300)
+    n_ops = len(wl.ops)
+    for i, op in enumerate(wl.ops):
+        if cancel is not None and cancel.is_set():
+            raise CaptureCancelled("capture cancelled; nothing was written.")
+        specs = shard(op, cc) + [None] * (n_cores - cc)
+        groups: dict[KernelSpec, list[int]] = {}
+        for core, spec in enumerate(specs):
+            if spec is not None:
+                groups.setdefault(spec, []).append(core)
+        if not groups:
+            continue
+        order = list(groups.items())
+        programs = [lower_kernel(hw, spec) for spec, _ in order]
+        weights = [len(cores) for _, cores in order]
+        rep = [cores[0] for _, cores in order]
+        timed, (b_out, l_out) = schedule_window(hw, programs, weights, t, (busy[rep], last[rep]))
+        end = t
+        for g, (spec, cores) in enumerate(order):
+            busy[cores] = b_out[g]
+            last[cores] = l_out[g]
+            tables.add_kernels(op, i, spec, programs[g], timed[g], cores)
+            end = max(end, float(timed[g].end.max()))
+        t = end
+        if progress is not None:
+            progress((i + 1) / n_ops, f"{op.name} ({i + 1}/{n_ops})")
+    return tables
+
+
+def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progress | None = None,
+               cancel: Any = None, compression: str | None = None) -> Path:
+    """Simulate and write the trace atomically (cancel or failure leaves nothing at `out_path`)."""
+    meta = {
+        "hardware": res.hw.meta,
+        "workload": res.workload.meta(),
+        "simulator": {"name": "simcore", "version": simcore.__version__, "seed": int(res.config.seed),
+                      "is_simulation": True},
+        "capture": res.capture_meta(),
+    }
+    writer = TraceWriter(out_path, meta, compression=compression, overwrite=res.config.overwrite)
+    try:
+        tables = simulate(res, writer, progress, cancel)
+        if cancel is not None and cancel.is_set():
+            raise CaptureCancelled("capture cancelled; nothing was written.")
+        tables.write(writer)
+        path = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    return path
+
+
+__all__ = ["CaptureCancelled", "capture_to", "simulate", "N_COMPUTE_ENGINES"]

@@ -1,0 +1,269 @@
+"""Trace rows of a capture: tracks, kernels, the op hierarchy, instructions, DMA transfers,
+flows and counters, collected while ops are simulated and written at the end.
+
+Instruction and DMA rows are kept per detailed core as compact numpy chunks and written
+grouped by track (the trace-format contract), each core's rows sorted by track once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simcore.hardware import Hardware
+from simcore.lowering.kernels import KernelSpec
+from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, N_COMPUTE_ENGINES, OPCODES, Program, dma_track_name
+from simcore.timing.window import Timed
+from simcore.trace import TraceWriter
+from simcore.trace import schema as S
+from simcore.workloads.ops import Op, Workload
+
+MAX_HBM_BINS = 20000
+WRITE_BATCH = 1 << 20
+
+
+class _Names:
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.values: list[str] = []
+
+    def code(self, s: str) -> int:
+        c = self.codes.get(s)
+        if c is None:
+            c = self.codes[s] = len(self.values)
+            self.values.append(s)
+        return c
+
+
+def binned_bandwidth(start: np.ndarray, end: np.ndarray, nbytes: np.ndarray, t_end: int) -> tuple[np.ndarray, np.ndarray]:
+    """Average GB/s per time bin of transfers moving `nbytes` evenly over [start, end)."""
+    width = max(1000, int(np.ceil(max(t_end, 1) / MAX_HBM_BINS)))
+    edges = np.arange(0, t_end + width, width, dtype=np.float64)
+    if len(start) == 0:
+        return edges[:-1].astype(np.int64), np.zeros(len(edges) - 1)
+    s = start.astype(np.float64)
+    e = np.maximum(end.astype(np.float64), s + 1.0)
+    r = nbytes.astype(np.float64) / (e - s)
+
+    def ramp(x: np.ndarray) -> np.ndarray:  # sum_i r_i * max(0, t - x_i) at every edge t
+        order = np.argsort(x)
+        xs, rs = x[order], r[order]
+        cr = np.concatenate([[0.0], np.cumsum(rs)])
+        crx = np.concatenate([[0.0], np.cumsum(rs * xs)])
+        k = np.searchsorted(xs, edges, side="right")
+        return edges * cr[k] - crx[k]
+
+    moved = ramp(s) - ramp(e)
+    per_bin = np.diff(moved)
+    return edges[:-1].astype(np.int64), per_bin / width
+
+
+class TraceTables:
+    def __init__(self, hw: Hardware, detail_cores: list[int], wl: Workload, chip: int = 0) -> None:
+        self.hw, self.wl, self.chip = hw, wl, chip
+        self.detail = set(detail_cores)
+        n = hw.cores_per_chip
+        Q = hw.dma_queues
+        rows: list[tuple[int, int, str, str, str]] = []
+        self.kernel_track: dict[int, int] = {}
+        self.engine_base: dict[int, int] = {}
+        self.sbuf_track: dict[int, int] = {}
+        self.psum_track: dict[int, int] = {}
+        self.throttle_track: dict[int, int] = {}
+
+        def add(core: int, kind: str, name: str, unit: str = "") -> int:
+            rows.append((chip, core, kind, name, unit))
+            return len(rows) - 1
+
+        for core in range(n):
+            self.kernel_track[core] = add(core, "kernel", "Kernels")
+            if core in self.detail:
+                self.engine_base[core] = len(rows)
+                for kind, name in ENGINE_TRACKS:
+                    add(core, kind, name)
+                for q in range(Q):
+                    add(core, "dma_queue", dma_track_name(q))
+        for core in range(n):
+            self.sbuf_track[core] = add(core, "counter", S.COUNTER_SBUF, "bytes")
+            self.psum_track[core] = add(core, "counter", S.COUNTER_PSUM, "bytes")
+            self.throttle_track[core] = add(core, "counter", S.COUNTER_THROTTLE, "%")
+        self.hbm_read_track = add(-1, "counter", S.COUNTER_HBM_READ, "GB/s")
+        self.hbm_write_track = add(-1, "counter", S.COUNTER_HBM_WRITE, "GB/s")
+        self.link_track = add(-1, "counter", S.COUNTER_LINK, "GB/s")
+        self.tracks = rows
+        self.next_id = 0
+        self.kernel_names = _Names()
+        self.kernel_rows: list[tuple] = []
+        self.instr: dict[int, list[dict[str, np.ndarray]]] = {c: [] for c in self.detail}
+        self.dma: dict[int, list[dict[str, np.ndarray]]] = {c: [] for c in self.detail}
+        self.flows: list[tuple[np.ndarray, np.ndarray]] = []
+        self.hbm: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.samples: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+        # op hierarchy: model root 0, layers and ops created as they first run
+        self.op_rows: dict[int, list] = {0: [0, -1, "model", wl.display, "model", None, None]}
+        self.layer_op: dict[int, int] = {}
+        self.op_of_index: dict[int, int] = {}
+        self.end_ns = 0
+
+    # -- collecting --------------------------------------------------------------------------
+    def _op_id(self, op: Op, index: int) -> int:
+        oid = self.op_of_index.get(index)
+        if oid is not None:
+            return oid
+        parent = 0
+        if op.layer >= 0:
+            parent = self.layer_op.get(op.layer, -1)
+            if parent < 0:
+                parent = len(self.op_rows)
+                self.layer_op[op.layer] = parent
+                name = self.wl.layer_names.get(op.layer, f"layer {op.layer}")
+                self.op_rows[parent] = [parent, 0, "layer", name, "layer", None, None]
+        oid = len(self.op_rows)
+        self.op_rows[oid] = [oid, parent, "op", op.name, op.kind, None, None]
+        self.op_of_index[index] = oid
+        return oid
+
+    def _extend(self, oid: int, start: int, end: int) -> None:
+        while oid >= 0:
+            row = self.op_rows[oid]
+            row[5] = start if row[5] is None else min(row[5], start)
+            row[6] = end if row[6] is None else max(row[6], end)
+            oid = row[1]
+
+    def _sample(self, track: int, t: np.ndarray, v: np.ndarray) -> None:
+        self.samples.setdefault(track, []).append((np.asarray(t, np.int64), np.asarray(v, np.float64)))
+
+    def add_kernels(self, op: Op, index: int, spec: KernelSpec, p: Program, timed: Timed, cores: list[int]) -> None:
+        s = np.rint(timed.start).astype(np.int64)
+        e = np.rint(timed.end).astype(np.int64)
+        k0, k1 = int(s.min()), int(e.max())
+        self.end_ns = max(self.end_ns, k1)
+        oid = self._op_id(op, index)
+        self._extend(oid, k0, k1)
+        flops = int(p.flops.sum())
+        hr, hw_ = int(p.hbm_read.sum()), int(p.hbm_write.sum())
+        name = self.kernel_names.code(spec.name)
+        dtype = DTYPES.code(spec.dtype)
+        dma = p.partitions > 0
+        hsel = dma & ((p.hbm_read > 0) | (p.hbm_write > 0))
+        w = len(cores)
+        self.hbm.append((s[hsel], e[hsel], p.hbm_read[hsel] * w, p.hbm_write[hsel] * w))
+        pe = np.flatnonzero(p.pe)
+        if len(pe):
+            val = timed.rate[pe].astype(np.float64) * 100.0
+            keep = np.r_[True, np.abs(np.diff(val)) > 0.5]
+            th_t, th_v = s[pe][keep], np.round(val[keep], 1)
+        for core in cores:
+            kid = len(self.kernel_rows)
+            self.kernel_rows.append((kid, self.kernel_track[core], core, oid, name, k0, k1 - k0, flops,
+                                     int(spec.model_flops), hr, hw_, dtype))
+            self._sample(self.sbuf_track[core], [k0, k1], [float(p.sbuf_bytes), 0.0])
+            self._sample(self.psum_track[core], [k0, k1], [float(p.psum_bytes), 0.0])
+            if len(pe):
+                self._sample(self.throttle_track[core], th_t, th_v)
+            if core in self.detail:
+                self._add_events(core, kid, p, s, e)
+
+    def _add_events(self, core: int, kid: int, p: Program, s: np.ndarray, e: np.ndarray) -> None:
+        n = len(p)
+        ids = self.next_id + np.arange(n, dtype=np.int64)
+        self.next_id += n
+        track = (self.engine_base[core] + p.engine).astype(np.int32)
+        dma = p.partitions > 0
+        ci = ~dma
+        self.instr[core].append({
+            "id": ids[ci], "track_id": track[ci], "start_ns": s[ci], "dur_ns": (e - s)[ci],
+            "opcode": p.opcode[ci], "kernel_id": np.full(int(ci.sum()), kid, np.int64), "flops": p.flops[ci],
+            "bytes": p.bytes[ci], "dtype": p.dtype[ci],
+        })
+        if dma.any():
+            self.dma[core].append({
+                "id": ids[dma], "track_id": track[dma], "start_ns": s[dma], "dur_ns": (e - s)[dma], "bytes": p.bytes[dma],
+                "partitions": p.partitions[dma], "src": p.src[dma], "dst": p.dst[dma],
+                "kernel_id": np.full(int(dma.sum()), kid, np.int64),
+            })
+        if len(p.dep_idx):
+            owner = np.repeat(np.arange(n), np.diff(p.dep_ptr))
+            cross = p.engine[owner] != p.engine[p.dep_idx]
+            self.flows.append((ids[p.dep_idx[cross]], ids[owner[cross]]))
+
+    # -- writing -----------------------------------------------------------------------------
+    def write(self, w: TraceWriter) -> None:
+        tr = self.tracks
+        w.write("tracks", {
+            "track_id": np.arange(len(tr), dtype=np.int32), "chip": np.array([r[0] for r in tr], np.int32),
+            "core": np.array([r[1] for r in tr], np.int32), "kind": [r[2] for r in tr], "name": [r[3] for r in tr],
+            "unit": [r[4] for r in tr],
+        })
+        for core in sorted(self.detail):
+            self._write_events(w, "instructions", self.instr[core], {"opcode": OPCODES.values, "dtype": DTYPES.values})
+            self._write_events(w, "dma", self.dma[core], {"src": MEMORIES.values, "dst": MEMORIES.values})
+        self._write_kernels(w)
+        self._write_ops(w)
+        self._write_counters(w)
+        if self.flows:
+            src = np.concatenate([f[0] for f in self.flows])
+            dst = np.concatenate([f[1] for f in self.flows])
+            for i in range(0, len(src), WRITE_BATCH):
+                w.write("flows", {"src_id": src[i:i + WRITE_BATCH], "dst_id": dst[i:i + WRITE_BATCH], "kind": "semaphore"})
+
+    @staticmethod
+    def _write_events(w: TraceWriter, table: str, chunks: list[dict[str, np.ndarray]], vocabs: dict[str, list[str]]) -> None:
+        if not chunks:
+            return
+        cols = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+        order = np.argsort(cols["track_id"], kind="stable")
+        n = len(order)
+        for i in range(0, n, WRITE_BATCH):
+            sel = order[i:i + WRITE_BATCH]
+            batch: dict[str, Any] = {}
+            for k, v in cols.items():
+                batch[k] = (v[sel], vocabs[k]) if k in vocabs else v[sel]
+            w.write(table, batch)
+
+    def _write_kernels(self, w: TraceWriter) -> None:
+        if not self.kernel_rows:
+            return
+        a = np.array(self.kernel_rows, dtype=np.int64)
+        order = np.lexsort((a[:, 5], a[:, 1]))
+        a = a[order]
+        w.write("kernels", {
+            "kernel_id": a[:, 0], "track_id": a[:, 1], "chip": np.full(len(a), self.chip, np.int32), "core": a[:, 2],
+            "op_id": a[:, 3], "name": (a[:, 4], self.kernel_names.values), "start_ns": a[:, 5], "dur_ns": a[:, 6],
+            "flops": a[:, 7], "model_flops": a[:, 8], "hbm_read_bytes": a[:, 9], "hbm_write_bytes": a[:, 10],
+            "dtype": (a[:, 11], DTYPES.values),
+        })
+
+    def _write_ops(self, w: TraceWriter) -> None:
+        rows = [r for r in self.op_rows.values() if r[5] is not None]
+        w.write("ops", {
+            "op_id": np.array([r[0] for r in rows], np.int64), "parent_id": np.array([r[1] for r in rows], np.int64),
+            "level": [r[2] for r in rows], "name": [r[3] for r in rows], "kind": [r[4] for r in rows],
+            "start_ns": np.array([r[5] for r in rows], np.int64),
+            "dur_ns": np.array([r[6] - r[5] for r in rows], np.int64),
+        })
+
+    def _write_counters(self, w: TraceWriter) -> None:
+        end = self.end_ns
+        if self.hbm:
+            s = np.concatenate([h[0] for h in self.hbm])
+            e = np.concatenate([h[1] for h in self.hbm])
+            rd = np.concatenate([h[2] for h in self.hbm])
+            wr = np.concatenate([h[3] for h in self.hbm])
+        else:
+            s = e = rd = wr = np.zeros(0, np.int64)
+        for track, nbytes in ((self.hbm_read_track, rd), (self.hbm_write_track, wr)):
+            t, v = binned_bandwidth(s, e, nbytes, end)
+            self._sample(track, np.r_[t, end], np.r_[v, 0.0])
+        self._sample(self.link_track, [0, end], [0.0, 0.0])
+        for track in sorted(self.samples):
+            parts = self.samples[track]
+            t = np.concatenate([p[0] for p in parts])
+            v = np.concatenate([p[1] for p in parts])
+            order = np.argsort(t, kind="stable")
+            t, v = t[order], v[order]
+            if len(t) > 1:  # of samples at the same time, keep the last (a kernel ending where the next starts)
+                keep = np.r_[t[1:] != t[:-1], True]
+                t, v = t[keep], v[keep]
+            w.write("counters", {"track_id": np.full(len(t), track, np.int32), "time_ns": t, "value": v})

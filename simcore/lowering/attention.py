@@ -1,0 +1,266 @@
+"""Flash attention (forward, decode and backward) lowered to engine instructions.
+
+Per unit of work (a batch entry, a KV head and a tile of up to 128 query rows -- in
+decode the query heads of one KV group), the kernel walks the KV sequence in chunks of
+512 (a moving tile):
+  TE: LoadStationary Q^T, MultiplyMoving K^T chunk  -> S in PSUM
+  Vector: running row max of S; GpSimd masks the diagonal chunk when causal
+  exp(S - max) with a fused row sum: the Vector engine's accelerated `Exponential` on
+  Trn3, the Scalar engine's activation on Trn2 (the point of Trn3's accelerated softmax)
+  TE: Transpose P in 128-row pieces, copy P^T to SBUF, LoadStationary P^T,
+      MultiplyMoving V -> O partial in PSUM
+  Vector: O = O * alpha + O partial (online softmax rescale)
+then normalises O and stores it. K and V are loaded once per (batch, KV head) when they
+fit in SBUF, else streamed per unit; in decode they are the KV cache, read from HBM.
+The tensor engine is software-pipelined one chunk ahead (S of chunk c+1 is issued
+before the transposes and PV of chunk c), as a tuned NKI kernel does, so it does not
+stall on every exponential.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.hardware import Hardware
+from simcore.lowering import costs as C
+from simcore.lowering.matmul import _expand
+from simcore.lowering.program import GPSIMD, MATRIX, SCALAR, TENSOR, VECTOR, ProgramBuilder
+
+CHUNK = 512
+SLOTS = 64.0
+LAG = 2  # chunks the tensor engine runs ahead: S of chunk c+LAG is issued before PV of chunk c (LAG+1 S banks)
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    batch: int
+    q_heads: int        # query heads on this core
+    kv_heads: int       # KV heads on this core (q_heads is a multiple)
+    q_len: int          # new query tokens per sequence
+    kv_len: int         # keys per sequence (context + new tokens)
+    d_qk: int
+    d_v: int
+    causal: bool
+    backward: bool = False
+
+    @property
+    def group(self) -> int:
+        return self.q_heads // self.kv_heads
+
+    def model_flops(self) -> int:
+        """QK^T and PV FLOPs the model needs (causal: only the lower triangle)."""
+        if self.causal:
+            past = self.kv_len - self.q_len
+            pairs = self.q_len * past + self.q_len * (self.q_len + 1) // 2
+        else:
+            pairs = self.q_len * self.kv_len
+        f = 2 * self.batch * self.q_heads * pairs * (self.d_qk + self.d_v)
+        return int(f * (2.5 if self.backward else 1))
+
+
+def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0: float = 0.0) -> float:
+    """Append the attention kernel; returns the next free key."""
+    P = hw.partitions
+    rows_per_seq = s.group * s.q_len  # query rows sharing one KV head
+    q_tiles = max(1, math.ceil(rows_per_seq / P))
+    n_units = s.batch * s.kv_heads * q_tiles
+    u_seq = np.arange(n_units) // (s.kv_heads * q_tiles)
+    u_kvh = (np.arange(n_units) // q_tiles) % s.kv_heads
+    u_qt = np.arange(n_units) % q_tiles
+    u_rows = np.minimum(P, rows_per_seq - u_qt * P)
+    # causal: a query row at position p (within the new tokens) sees keys < past + p + 1;
+    # rows of a tile are (head, token) pairs, token-major within a head group when q_len > 1
+    past = s.kv_len - s.q_len
+    if s.causal and s.q_len > 1:
+        tok_per_tile = max(1, P // s.group) if s.group <= P else 1
+        last_tok = np.minimum(s.q_len - 1, (u_qt + 1) * tok_per_tile - 1)
+        u_kv = np.minimum(s.kv_len, past + last_tok + 1)
+        first_tok = u_qt * tok_per_tile
+        diag_from = past + first_tok  # chunks at or after this key index need a mask
+    else:
+        u_kv = np.full(n_units, s.kv_len)
+        diag_from = np.full(n_units, s.kv_len + 1)
+    u_nchunk = np.maximum(1, np.ceil(u_kv / CHUNK).astype(np.int64))
+    c_unit, c_local = _expand(u_nchunk)
+    NCH = len(c_unit)
+    c_len = np.minimum(CHUNK, u_kv[c_unit] - c_local * CHUNK)
+    c_len = np.maximum(c_len, 1)
+    c_rows = u_rows[c_unit]
+    c_diag = (c_local * CHUNK + c_len) > diag_from[c_unit]
+    dpass = math.ceil(s.d_qk / P)
+    nsub = np.ceil(c_len / P).astype(np.int64)
+    sub_chunk, sub_local = _expand(nsub)
+    NSUB = len(sub_chunk)
+    sub_len = np.minimum(P, c_len[sub_chunk] - sub_local * P)
+    sub_rows = c_rows[sub_chunk]
+
+    exp_engine, _ = C.exp_ns(hw, 1)
+    copy_engine = SCALAR if exp_engine == VECTOR else VECTOR
+    kv_bytes_seq = s.kv_len * (s.d_qk + s.d_v) * 2
+    resident = kv_bytes_seq <= 0.4 * hw.sbuf_bytes
+    b.sbuf_bytes = max(b.sbuf_bytes, int(min(kv_bytes_seq, 0.4 * hw.sbuf_bytes) * 2 + 6 * P * CHUNK * 4))
+    b.psum_bytes = max(b.psum_bytes, (LAG + 3) * 2048 * P)
+    gkey = key0 + np.arange(NCH + LAG) * SLOTS  # chunk c's S work at gkey[c], its PV work at gkey[c+LAG]
+
+    # -- K/V loads: per (seq, kv head) when resident, else per unit; DMA chunks of up to 4096 keys
+    kv_unit_key = u_seq * s.kv_heads + u_kvh if resident else np.arange(n_units)
+    owner_first = np.r_[True, kv_unit_key[1:] != kv_unit_key[:-1]]
+    owners = np.flatnonzero(owner_first)  # first unit of each K/V owner
+    load_len = np.where(resident, s.kv_len, u_kv[owners]) if not resident else np.full(len(owners), s.kv_len)
+    DMA_KEYS = 4096
+    nld = np.ceil(load_len / DMA_KEYS).astype(np.int64)
+    ld_owner, ld_local = _expand(nld)
+    ld_len = np.minimum(DMA_KEYS, load_len[ld_owner] - ld_local * DMA_KEYS)
+    first_chunk_of_unit = np.cumsum(u_nchunk) - u_nchunk
+    ld_unit = owners[ld_owner]
+    ld_key = gkey[first_chunk_of_unit[ld_unit] + np.minimum(ld_local * (DMA_KEYS // CHUNK), u_nchunk[ld_unit] - 1)] - 2
+    # release: the owner two owners back finished its last PV
+    NLD = len(ld_owner)
+    owner_of_unit = np.cumsum(owner_first) - 1
+    last_unit_of_owner = np.r_[owners[1:] - 1, n_units - 1]
+    # ids (add order): K trig, K dma, V trig, V dma, Q trig, Q dma, then compute
+    id0 = b.count
+    k_dma = id0 + NLD
+    v_dma = id0 + 3 * NLD
+    q_dma = id0 + 4 * NLD + n_units
+    after_q = id0 + 4 * NLD + 2 * n_units
+    # compute instruction counts per chunk / sub-chunk (add order below)
+    n_lsq = NCH * dpass
+    n_mms = NCH * dpass
+    n_mask = int(c_diag.sum())
+    ids_lsq = after_q
+    ids_mms = ids_lsq + n_lsq
+    ids_mask = ids_mms + n_mms
+    ids_max = ids_mask + n_mask
+    ids_exp = ids_max + NCH
+    ids_lst = ids_exp + NCH
+    ids_tr = ids_lst + NSUB
+    ids_cp = ids_tr + NSUB
+    ids_lspv = ids_cp + NSUB
+    ids_pv = ids_lspv + NSUB
+    ids_upd = ids_pv + NSUB
+    ids_fin = ids_upd + NCH
+    last_pv_of_chunk = ids_pv + np.cumsum(nsub) - 1
+    last_chunk_of_unit = np.cumsum(u_nchunk) - 1
+    # buffer release: the newest earlier owner (at most owner-2) whose last PV precedes this load in program order
+    own_done_key = gkey[last_chunk_of_unit[last_unit_of_owner] + LAG] + 10 + 0.1 * (P // P) * 0 + 9.0
+    rel_owner = np.minimum(owner_of_unit[ld_unit] - 2, np.searchsorted(own_done_key, ld_key, side="left") - 1)
+    rel = np.where(rel_owner >= 0, last_pv_of_chunk[last_chunk_of_unit[last_unit_of_owner[np.maximum(rel_owner, 0)]]], -1)
+    k_bytes = (ld_len * s.d_qk * 2).astype(np.int64)
+    v_bytes = (ld_len * s.d_v * 2).astype(np.int64)
+    Q = hw.dma_queues
+    LQ = max(1, Q - 1)
+    got = b.dma(np.arange(NLD) % LQ, ld_key, k_bytes, min(P, s.d_qk), "hbm", "sbuf", hw=hw, trigger_deps=(rel,))
+    assert got[0] == k_dma
+    b.dma((np.arange(NLD) + 1) % LQ, ld_key + 0.5, v_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(rel,))
+    # which load covers chunk c: the owner's load index floor(key offset / DMA_KEYS)
+    ld_first_of_owner = np.cumsum(nld) - nld
+    c_owner = owner_of_unit[c_unit]
+    c_key_off = (c_local * CHUNK) if resident is False else (c_local * CHUNK)
+    c_ld = ld_first_of_owner[c_owner] + np.minimum(c_key_off // DMA_KEYS, nld[c_owner] - 1)
+    # -- Q loads per unit (released by the final normalisation two units back)
+    q_key = gkey[first_chunk_of_unit] - 1
+    fin_keys = gkey[last_chunk_of_unit + LAG] + 31
+    q_rel_u = np.minimum(np.arange(n_units) - 2, np.searchsorted(fin_keys, q_key, side="left") - 1)
+    q_rel = np.where(q_rel_u >= 0, ids_fin + np.maximum(q_rel_u, 0), -1)
+    got = b.dma((np.arange(n_units) + 2) % LQ, q_key, (u_rows * s.d_qk * 2).astype(np.int64), min(P, s.d_qk), "hbm", "sbuf",
+                hw=hw, trigger_deps=(q_rel,))
+    assert got[0] == q_dma
+    # -- S = Q K^T per chunk (one pass per 128 of d_qk)
+    pc, pl = _expand(np.full(NCH, dpass))
+    lsq = b.add(TENSOR, gkey[pc] + 1 + pl * 0.01, C.load_stationary_ns(hw), "LoadStationary", "bf16", (q_dma + c_unit[pc],),
+                bytes=(c_rows[pc] * P * 2).astype(np.int64))
+    assert lsq[0] == ids_lsq
+    bank_rel = np.where(np.arange(NCH) > LAG, ids_exp + np.arange(NCH) - LAG - 1, -1)
+    d_this = np.minimum(P, s.d_qk - pl * P)
+    mms = b.add(MATRIX, gkey[pc] + 1.5 + pl * 0.01, C.matmul_ns(hw, c_len[pc], "bf16"), "MultiplyMoving", "bf16",
+                (lsq, k_dma + c_ld[pc], np.where(pl == 0, bank_rel[pc], -1)),
+                flops=(2 * c_rows[pc] * d_this * c_len[pc]).astype(np.int64),
+                bytes=(d_this * c_len[pc] * 2 + c_rows[pc] * c_len[pc] * 4).astype(np.int64), pe=True)
+    last_s = ids_mms + np.arange(NCH) * dpass + dpass - 1
+    diag_idx = np.flatnonzero(c_diag)
+    if n_mask:
+        b.add(GPSIMD, gkey[diag_idx] + 2, C.gpsimd_ns(hw, c_len[diag_idx]), "AffineSelect", "fp32", (last_s[diag_idx],),
+              bytes=(c_rows[diag_idx] * c_len[diag_idx] * 8).astype(np.int64))
+    mask_of_chunk = np.full(NCH, -1, np.int64)
+    mask_of_chunk[diag_idx] = ids_mask + np.arange(n_mask)
+    mx = b.add(VECTOR, gkey[:NCH] + 3, C.vector_ns(hw, c_len, "fp32"), "TensorReduce", "fp32", (last_s, mask_of_chunk),
+               bytes=(c_rows * c_len * 4).astype(np.int64))
+    assert mx[0] == ids_max
+    _, exp_dur = C.exp_ns(hw, c_len)
+    ex = b.add(exp_engine, gkey[:NCH] + 4, exp_dur, "Exponential" if exp_engine == VECTOR else "ActivationReduce", "bf16",
+               (mx,), bytes=(c_rows * c_len * 6).astype(np.int64))
+    assert ex[0] == ids_exp
+    # -- P^T pieces and PV, one chunk later in the tensor engine's order
+    # all transposes of a chunk first, then its PV matmuls, so the copies overlap the transposes
+    sk = gkey[sub_chunk + LAG] + 10 + sub_local * 0.01
+    b.add(TENSOR, sk, C.load_stationary_ns(hw), "LoadStationary", "bf16", (ex[sub_chunk],),
+          bytes=(sub_rows * sub_len * 2).astype(np.int64))
+    tr = b.add(MATRIX, sk + 0.001, C.transpose_ns(hw, sub_rows), "Transpose", "bf16", (ids_lst + np.arange(NSUB),),
+               flops=(2 * sub_rows * sub_len * sub_rows).astype(np.int64),
+               bytes=(sub_rows * sub_len * 6).astype(np.int64), pe=True)
+    cp_dur = C.scalar_ns(hw, sub_rows, "fp32") if copy_engine == SCALAR else C.vector_ns(hw, sub_rows, "fp32")
+    cp = b.add(copy_engine, sk + 0.002, cp_dur, "Activation" if copy_engine == SCALAR else "TensorCopy", "bf16", (tr,),
+               bytes=(sub_rows * sub_len * 6).astype(np.int64))
+    b.add(TENSOR, sk + 1, C.load_stationary_ns(hw), "LoadStationary", "bf16", (cp,),
+          bytes=(sub_rows * sub_len * 2).astype(np.int64))
+    pv = b.add(MATRIX, sk + 1.001, C.matmul_ns(hw, np.full(NSUB, s.d_v), "bf16"), "MultiplyMoving", "bf16",
+               (ids_lspv + np.arange(NSUB), v_dma + c_ld[sub_chunk]),
+               flops=(2 * sub_rows * sub_len * s.d_v).astype(np.int64),
+               bytes=(sub_len * s.d_v * 2 + sub_rows * s.d_v * 4).astype(np.int64), pe=True)
+    assert pv[0] == ids_pv
+    upd = b.add(VECTOR, gkey[LAG:] + 30, C.vector_ns(hw, np.full(NCH, s.d_v), "fp32"), "TensorTensor", "fp32",
+                (last_pv_of_chunk,), bytes=(c_rows * s.d_v * 12).astype(np.int64))
+    assert upd[0] == ids_upd
+    fin_key = gkey[last_chunk_of_unit + LAG] + 31
+    fin = b.add(VECTOR, fin_key, C.vector_ns(hw, np.full(n_units, s.d_v), "fp32"), "TensorScalar", "fp32",
+                (ids_upd + last_chunk_of_unit,), bytes=(u_rows * s.d_v * 6).astype(np.int64))
+    assert fin[0] == ids_fin
+    b.dma(np.full(n_units, Q - 1), fin_key + 0.5, (u_rows * s.d_v * 2).astype(np.int64), u_rows, "sbuf", "hbm", (fin,), hw=hw)
+    next_key = float(gkey[-1] + SLOTS * 2)
+    if s.backward:
+        next_key = _lower_backward_extra(b, hw, s, c_unit, c_len, c_rows, sub_chunk, sub_len, sub_rows, NCH, NSUB,
+                                         k_dma, v_dma, c_ld, q_dma, next_key)
+    if s.q_len <= 8 and not s.backward:  # decode: append the new tokens' K and V to the KV cache
+        nb = s.batch * s.kv_heads * s.q_len * (s.d_qk + s.d_v) * 2
+        b.dma(Q - 1, next_key, nb, min(P, s.batch * s.kv_heads * s.q_len), "sbuf", "hbm", hw=hw)
+        next_key += 2
+    return next_key
+
+
+def _lower_backward_extra(b, hw, s, c_unit, c_len, c_rows, sub_chunk, sub_len, sub_rows, NCH, NSUB, k_dma, v_dma, c_ld,
+                          q_dma, key0):
+    """Backward pass work per chunk beyond the recomputed forward: dP = dO V^T, dS on Vector,
+    and per 128-key piece dV += P^T dO, dK += dS^T Q, dQ += dS K (with dS transposes)."""
+    P = hw.partitions
+    key = key0 + np.arange(NCH) * SLOTS
+    ls = b.add(TENSOR, key, C.load_stationary_ns(hw), "LoadStationary", "bf16", (q_dma + c_unit,),
+               bytes=(c_rows * P * 2).astype(np.int64))
+    dp = b.add(MATRIX, key + 1, C.matmul_ns(hw, c_len, "bf16"), "MultiplyMoving", "bf16", (ls, v_dma + c_ld),
+               flops=(2 * c_rows * s.d_v * c_len).astype(np.int64), bytes=(s.d_v * c_len * 2).astype(np.int64), pe=True)
+    ds = b.add(VECTOR, key + 2, C.vector_ns(hw, 2 * c_len, "fp32"), "TensorTensor", "fp32", (dp,),
+               bytes=(c_rows * c_len * 12).astype(np.int64))
+    sk = key[sub_chunk] + 10 + np.arange(NSUB) % 64 * 0.01
+    flops_pv = (2 * sub_rows * sub_len * s.d_v).astype(np.int64)
+    flops_qk = (2 * sub_rows * sub_len * s.d_qk).astype(np.int64)
+    ls1 = b.add(TENSOR, sk, C.load_stationary_ns(hw), "LoadStationary", "bf16", (ds[sub_chunk],))
+    dv = b.add(MATRIX, sk + 0.001, C.matmul_ns(hw, np.full(NSUB, s.d_v), "bf16"), "MultiplyMoving", "bf16", (ls1,),
+               flops=flops_pv, pe=True)
+    tr = b.add(MATRIX, sk + 0.002, C.transpose_ns(hw, sub_rows), "Transpose", "bf16", (dv,),
+               flops=(2 * sub_rows * sub_len * sub_rows).astype(np.int64), pe=True)
+    cp = b.add(SCALAR, sk + 0.003, C.scalar_ns(hw, sub_rows, "fp32"), "Activation", "bf16", (tr,))
+    ls2 = b.add(TENSOR, sk + 0.004, C.load_stationary_ns(hw), "LoadStationary", "bf16", (cp,))
+    dk = b.add(MATRIX, sk + 0.005, C.matmul_ns(hw, np.full(NSUB, s.d_qk), "bf16"), "MultiplyMoving", "bf16", (ls2,),
+               flops=flops_qk, pe=True)
+    dq = b.add(MATRIX, sk + 0.006, C.matmul_ns(hw, np.full(NSUB, s.d_qk), "bf16"), "MultiplyMoving", "bf16",
+               (dk, k_dma + c_ld[sub_chunk]), flops=flops_qk, pe=True)
+    last = dq[np.cumsum(np.bincount(sub_chunk, minlength=NCH)) - 1]
+    acc = b.add(VECTOR, key + 40, C.vector_ns(hw, np.full(NCH, s.d_qk + s.d_v), "fp32"), "TensorTensor", "fp32", (last,),
+                bytes=(c_rows * (s.d_qk + s.d_v) * 12).astype(np.int64))
+    Q = hw.dma_queues
+    b.dma(Q - 1, key[-1] + 50, int(s.batch * s.kv_heads * s.kv_len * (s.d_qk + s.d_v) * 2), P, "sbuf", "hbm", (acc[-1:],),
+          hw=hw)
+    return float(key[-1] + SLOTS * 2)

@@ -1,0 +1,200 @@
+"""Row-wise kernels (norms, softmax, activations, residual adds, rope, router/top-k,
+embedding gathers, optimizer updates) lowered to DMA + Vector/Scalar/GpSimd instructions.
+
+A row-wise kernel walks its rows in tiles of 128 (one row per partition) and its columns
+in chunks that fit SBUF; per tile it loads its inputs, runs a fixed sequence of engine
+steps over the tile, and stores its outputs. Tiles are triple-buffered: the loads of
+tile t wait only for tile t-3 to finish with its buffer, so DMA overlaps compute.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.hardware import Hardware
+from simcore.lowering import costs as C
+from simcore.lowering.program import GPSIMD, SCALAR, VECTOR, ProgramBuilder
+
+NBUF = 3
+MAX_COLS = 8192  # column chunk per tile (SBUF: 128 x 8192 x 4 B x buffers stays small)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One instruction per tile: engine, opcode, elements per partition as a multiple of the
+    tile's columns (`per_col`) plus a constant (`extra`), its dtype, and if it is a transcendental."""
+
+    engine: str
+    opcode: str
+    per_col: float = 1.0
+    extra: float = 0.0
+    dtype: str = "bf16"
+    transcendental: bool = False
+
+
+@dataclass(frozen=True)
+class RowwiseKernel:
+    rows: int
+    cols: int
+    loads: tuple[float, ...]    # bytes per element of each input read from HBM
+    stores: tuple[float, ...]   # bytes per element of each output written to HBM
+    steps: tuple[Step, ...]
+
+
+def _step_ns(hw: Hardware, st: Step, n: np.ndarray) -> tuple[int, np.ndarray]:
+    if st.engine == "exp":  # exp(x - max) with fused sum: Vector's accelerated exponential if present
+        return C.exp_ns(hw, n)
+    if st.engine == "vector":
+        if st.opcode == "QuantizeMX":
+            return VECTOR, C.quantize_mx_ns(hw, n)
+        return VECTOR, C.vector_ns(hw, n, st.dtype)
+    if st.engine == "scalar":
+        return SCALAR, C.scalar_ns(hw, n, st.dtype, transcendental=st.transcendental)
+    if st.engine == "gpsimd":
+        return GPSIMD, C.gpsimd_ns(hw, n)
+    raise ValueError(st.engine)
+
+
+def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: float = 0.0) -> float:
+    """Append a row-wise kernel; returns the next free key."""
+    P = hw.partitions
+    if k.rows <= 0 or k.cols <= 0:
+        return key0
+    n_rt = math.ceil(k.rows / P)
+    n_ct = math.ceil(k.cols / MAX_COLS)
+    rows = np.minimum(P, k.rows - np.repeat(np.arange(n_rt), n_ct) * P)
+    cols = np.minimum(MAX_COLS, k.cols - np.tile(np.arange(n_ct), n_rt) * MAX_COLS)
+    T = len(rows)
+    slots = 2 + len(k.loads) + len(k.steps) + len(k.stores)
+    key = key0 + np.arange(T) * slots
+    Q = hw.dma_queues
+    LQ = max(1, Q - 1)
+    b.sbuf_bytes = max(b.sbuf_bytes, int(NBUF * P * min(k.cols, MAX_COLS) * 4 * (len(k.loads) + len(k.stores))))
+    # ids: loads (trigger+transfer each), steps, stores
+    id0 = b.count
+    n_load_ids = 2 * T * len(k.loads)
+    first_step = id0 + n_load_ids
+    last_step = first_step + T * (len(k.steps) - 1) if k.steps else -1
+    rel = np.where(np.arange(T) >= NBUF, (last_step + np.arange(T) - NBUF) if k.steps else -1, -1)
+    ready = []
+    for j, eb in enumerate(k.loads):
+        got = b.dma((np.arange(T) + j) % LQ, key + 0.1 * (j + 1), (rows * cols * eb).astype(np.int64), rows, "hbm",
+                    "sbuf", hw=hw, trigger_deps=(rel,))
+        ready.append(got)
+    prev = ready
+    for j, st in enumerate(k.steps):
+        n = np.maximum(cols * st.per_col + st.extra, 1)
+        eng, dur = _step_ns(hw, st, n)
+        opcode = st.opcode if st.engine != "exp" else ("Exponential" if eng == VECTOR else "ActivationReduce")
+        got = b.add(eng, key + 1 + j, dur, opcode, st.dtype, tuple(prev),
+                    bytes=(rows * n * 4).astype(np.int64))
+        prev = [got]
+    for j, eb in enumerate(k.stores):
+        b.dma(np.full(T, Q - 1), key + 1 + len(k.steps) + 0.1 * (j + 1), (rows * cols * eb).astype(np.int64), rows,
+              "sbuf", "hbm", tuple(prev), hw=hw)
+    return float(key[-1] + slots + 1)
+
+
+# -- the row-wise kernels a model needs ---------------------------------------------------------
+
+def rmsnorm(rows: int, cols: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, cols, (2,), (2,), (
+        Step("scalar", "ActivationReduce", 1, 0, "bf16"),     # x^2 summed along the row
+        Step("vector", "TensorScalar", 0, 1, "fp32"),          # rstd = (sum / n + eps)^-1/2
+        Step("vector", "TensorTensor", 1, 0, "bf16"),          # x * rstd * gamma
+    ))
+
+
+def softmax(rows: int, cols: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, cols, (2,), (2,), (
+        Step("vector", "TensorReduce", 1, 0, "bf16"),          # row max
+        Step("exp", "Exponential", 1, 0, "bf16"),              # exp(x - max), fused row sum
+        Step("vector", "TensorScalar", 0, 1, "fp32"),          # 1 / sum
+        Step("vector", "TensorScalar", 1, 0, "bf16"),          # scale
+    ))
+
+
+def residual_add(rows: int, cols: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, cols, (2, 2), (2,), (Step("vector", "TensorTensor", 1, 0, "bf16"),))
+
+
+def silu_mul(rows: int, cols: int) -> RowwiseKernel:
+    """SwiGLU: silu(gate) * up; reads gate and up, writes one."""
+    return RowwiseKernel(rows, cols, (2, 2), (2,), (
+        Step("scalar", "Activation", 1, 0, "bf16", transcendental=True),
+        Step("vector", "TensorTensor", 1, 0, "bf16"),
+    ))
+
+
+def rope(rows: int, cols: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, cols, (2, 4), (2,), (
+        Step("vector", "TensorTensor", 1, 0, "bf16"),          # x * cos
+        Step("vector", "TensorTensor", 1, 0, "bf16"),          # rotate_half(x) * sin
+        Step("vector", "TensorTensor", 1, 0, "bf16"),          # sum
+    ))
+
+
+def router_topk(rows: int, experts: int, top_k: int) -> RowwiseKernel:
+    rounds = math.ceil(top_k / 8)
+    return RowwiseKernel(rows, experts, (2,), (4,), (
+        Step("vector", "TensorReduce", 1, 0, "fp32"),
+        Step("exp", "Exponential", 1, 0, "fp32"),              # router softmax
+        Step("vector", "Max8", rounds, 0, "fp32"),             # top-k values, 8 per round
+        Step("vector", "FindIndex8", rounds, 0, "fp32"),       # their expert indices
+        Step("gpsimd", "Iota", 0, 16 * top_k, "int32"),        # token -> expert slot lists for dispatch
+    ))
+
+
+def moe_combine(rows: int, cols: int, top_k: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, cols, tuple([2] * top_k), (2,), tuple(
+        Step("vector", "TensorScalar" if i == 0 else "TensorTensor", 1, 0, "bf16") for i in range(top_k)))
+
+
+def embedding(rows: int, cols: int) -> RowwiseKernel:
+    """Gather token rows from the embedding table (an indirect DMA) and write the activations."""
+    return RowwiseKernel(rows, cols, (2,), (2,), (Step("gpsimd", "Iota", 0, 1, "int32"),))
+
+
+def sampling(rows: int, vocab: int) -> RowwiseKernel:
+    """Greedy/top-k sampling over the logits: max8 rounds on Vector."""
+    return RowwiseKernel(rows, vocab, (2,), (), (
+        Step("vector", "Max8", 1, 0, "bf16"),
+        Step("vector", "FindIndex8", 1, 0, "bf16"),
+    ))
+
+
+def cross_entropy(rows: int, vocab: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, vocab, (2,), (2,), (
+        Step("vector", "TensorReduce", 1, 0, "bf16"),
+        Step("exp", "Exponential", 1, 0, "bf16"),
+        Step("vector", "TensorScalar", 1, 0, "bf16"),          # softmax - one_hot = dlogits
+    ))
+
+
+def adamw(params: int) -> RowwiseKernel:
+    """AdamW over `params` parameters laid out [128, params/128]: reads fp32 master, bf16 grad,
+    fp32 m and v; writes master, m, v and the bf16 weight (HBM bound)."""
+    cols = max(1, math.ceil(params / 128))
+    return RowwiseKernel(128, cols, (4, 2, 4, 4), (4, 4, 4, 2), (
+        Step("vector", "TensorTensor", 2, 0, "fp32"),          # m, v moving averages
+        Step("scalar", "Activation", 1, 0, "fp32", transcendental=True),  # sqrt(v)
+        Step("vector", "TensorTensor", 3, 0, "fp32"),          # update with weight decay
+        Step("vector", "TensorCopy", 1, 0, "bf16"),            # cast the new weight
+    ))
+
+
+def norm_backward(rows: int, cols: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, cols, (2, 2), (2,), (
+        Step("scalar", "ActivationReduce", 1, 0, "bf16"),
+        Step("vector", "TensorTensor", 2, 0, "bf16"),
+    ))
+
+
+def silu_mul_backward(rows: int, cols: int) -> RowwiseKernel:
+    return RowwiseKernel(rows, cols, (2, 2, 2), (2, 2), (
+        Step("scalar", "Activation", 1, 0, "bf16", transcendental=True),
+        Step("vector", "TensorTensor", 3, 0, "bf16"),
+    ))

@@ -1,0 +1,146 @@
+"""Ops -> per-core kernels: shard an op over the compute cores, lower each share.
+
+Sharding inside a chip mirrors what the compiler does with the cores of one chip:
+matmuls split their output columns (N) when every core gets at least one 128-wide
+slice, else their rows (tokens); attention splits query heads (each core reads the KV
+heads its query heads need); row-wise ops split rows, or columns for pointwise ops
+when there are fewer rows than cores. Identical shares lower to identical kernels,
+which the scheduler simulates once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+from simcore.hardware import Hardware
+from simcore.lowering import elementwise as E
+from simcore.lowering.attention import AttentionShape, lower_attention
+from simcore.lowering.matmul import lower_matmul
+from simcore.lowering.program import Program, ProgramBuilder
+from simcore.workloads.ops import Op
+
+POINTWISE = ("residual_add", "silu_mul", "rope", "embedding", "silu_mul_backward")
+ROWWISE = {
+    "rmsnorm": E.rmsnorm, "softmax": E.softmax, "residual_add": E.residual_add, "silu_mul": E.silu_mul,
+    "rope": E.rope, "embedding": E.embedding, "norm_backward": E.norm_backward, "silu_mul_backward": E.silu_mul_backward,
+}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One core's share of an op: hashable, so identical shares are lowered and simulated once."""
+
+    name: str
+    kind: str
+    args: tuple
+    dtype: str
+    model_flops: int
+
+
+def _split(total: int, parts: int) -> list[int]:
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _leaf(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def shard(op: Op, cores: int) -> list[KernelSpec | None]:
+    """The kernel each of `cores` compute cores runs for `op` (None: the core idles)."""
+    p, k = op.params, op.kind
+    out: list[KernelSpec | None] = [None] * cores
+    if k == "matmul":
+        m, kk, n = p["m"], p["k"], p["n"]
+        q = bool(p.get("quantize_a", False))
+        name = "matmul_" + _leaf(op.name)
+        if p.get("split") == "n" or (n % cores == 0 and n // cores >= 128):
+            nc = n // cores
+            return [KernelSpec(name, "matmul", ((m, kk, nc),), op.dtype, 2 * m * kk * nc) if nc else None
+                    for _ in range(cores)]
+        if m >= cores:
+            return [KernelSpec(name, "matmul", ((mc, kk, n),), op.dtype, 2 * mc * kk * n) if mc else None
+                    for mc in _split(m, cores)] if not q else [
+                KernelSpec(name, "matmul_q", ((mc, kk, n),), op.dtype, 2 * mc * kk * n) if mc else None
+                for mc in _split(m, cores)]
+        out[0] = KernelSpec(name, "matmul_q" if q else "matmul", ((m, kk, n),), op.dtype, 2 * m * kk * n)
+        return out
+    if k in ("grouped_matmul", "grouped_wgrad"):
+        ms, kk, n = list(p["ms"]), p["k"], p["n"]
+        if not ms:
+            return out
+        probs = [(kk, mi, n) for mi in ms] if k == "grouped_wgrad" else [(mi, kk, n) for mi in ms]
+        q = bool(p.get("quantize_a", False)) and k != "grouped_wgrad"
+        kind = "matmul_q" if q else "matmul"
+        name = "grouped_matmul_" + _leaf(op.name)
+        if n % cores == 0 and n // cores >= 128:
+            share = tuple((a, b, c // cores) for a, b, c in probs)
+            flops = sum(2 * a * b * c for a, b, c in share)
+            return [KernelSpec(name, kind, share, op.dtype, flops) for _ in range(cores)]
+        for c in range(cores):  # expert parallel inside the chip: experts round-robin over cores
+            share = tuple(probs[c::cores])
+            if share:
+                out[c] = KernelSpec(name, kind, share, op.dtype, sum(2 * a * b * cc for a, b, cc in share))
+        return out
+    if k == "attention":
+        H, KV = p["q_heads"], p.get("kv_heads", p["q_heads"])
+        hc = H // cores
+        kvc = KV // cores if KV >= cores else 1
+        s = AttentionShape(p["batch"], hc, kvc, p["q_len"], p["kv_len"], p.get("d_qk", 128), p.get("d_v", 128),
+                           bool(p.get("causal", p["q_len"] > 1)), bool(p.get("backward", False)))
+        name = "flash_attention_bwd" if s.backward else ("flash_decode" if s.q_len <= 8 else "flash_attention")
+        return [KernelSpec(name, "attention", (s,), "bf16", s.model_flops()) for _ in range(cores)]
+    if k == "adamw":
+        return [KernelSpec("adamw", "adamw", (pc,), "fp32", 0) if pc else None for pc in _split(p["params"], cores)]
+    # row-wise kernels
+    rows = p["rows"]
+    cols = p.get("cols", p.get("vocab", p.get("experts", 1)))
+    extra = tuple(p[x] for x in ("experts", "top_k") if x in p)
+    name = k
+    if rows >= cores:
+        return [KernelSpec(name, k, (rc, cols) + extra, "bf16", 0) if rc else None for rc in _split(rows, cores)]
+    if k in POINTWISE:
+        return [KernelSpec(name, k, (rows, cc) + extra, "bf16", 0) if cc else None for cc in _split(cols, cores)]
+    for c in range(rows):
+        out[c] = KernelSpec(name, k, (1, cols) + extra, "bf16", 0)
+    return out
+
+
+@lru_cache(maxsize=512)
+def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
+    hw = _HW[hw_key]
+    b = ProgramBuilder()
+    key = 0.0
+    if spec.kind in ("matmul", "matmul_q"):
+        for i, (m, k, n) in enumerate(spec.args):
+            _, key = lower_matmul(b, hw, m, k, n, spec.dtype, key0=key, quantize_a=spec.kind == "matmul_q", queue0=i)
+    elif spec.kind == "attention":
+        lower_attention(b, hw, spec.args[0])
+    elif spec.kind == "adamw":
+        E.lower_rowwise(b, hw, E.adamw(spec.args[0]))
+    elif spec.kind in ROWWISE:
+        rows, cols = spec.args[:2]
+        E.lower_rowwise(b, hw, ROWWISE[spec.kind](rows, cols))
+    elif spec.kind == "router_topk":
+        E.lower_rowwise(b, hw, E.router_topk(spec.args[0], spec.args[1], spec.args[-1]))
+    elif spec.kind == "moe_combine":
+        E.lower_rowwise(b, hw, E.moe_combine(spec.args[0], spec.args[1], spec.args[-1]))
+    elif spec.kind == "sampling":
+        E.lower_rowwise(b, hw, E.sampling(spec.args[0], spec.args[1]))
+    elif spec.kind == "cross_entropy":
+        E.lower_rowwise(b, hw, E.cross_entropy(spec.args[0], spec.args[1]))
+    else:
+        raise ValueError(f"no lowering for kernel kind {spec.kind}")
+    return b.build()
+
+
+_HW: dict[str, Hardware] = {}
+
+
+def lower_kernel(hw: Hardware, spec: KernelSpec) -> Program:
+    """The program of one kernel (cached per hardware and spec: layers repeat their shapes)."""
+    key = json.dumps(hw.data, sort_keys=True, default=str)
+    _HW.setdefault(key, hw)
+    return _lower_cached(key, spec)

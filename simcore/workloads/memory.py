@@ -1,0 +1,39 @@
+"""Does a model fit in HBM? Weights, KV cache, activations and (training) optimizer state."""
+
+from __future__ import annotations
+
+from simcore.errors import ConfigError
+from simcore.lowering.costs import dtype_bytes
+from simcore.workloads.models import ModelConfig
+
+
+def model_memory(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int, dtype: str) -> dict[str, int]:
+    """Bytes the deployment needs on the chips, by kind (weights in `dtype`, KV cache in BF16)."""
+    params = cfg.total_params()
+    weights = int(params * dtype_bytes(dtype))
+    tokens_cached = batch * (context + (1 if phase == "decode" else seq))
+    kv = cfg.kv_bytes_per_token() * cfg.layers * tokens_cached
+    tokens = batch * (1 if phase == "decode" else seq)
+    width = max(cfg.intermediate, (cfg.moe.intermediate * cfg.moe.top_k) if cfg.moe else 0)
+    act = tokens * (4 * cfg.hidden + 2 * width) * 2  # live activations of one layer
+    out = {"weights": weights, "kv_cache": int(kv), "activations": int(act)}
+    if phase == "train":
+        # BF16 grads + FP32 master weights and Adam moments; activations kept for backward
+        out["gradients"] = params * 2
+        out["optimizer"] = params * 12
+        out["kv_cache"] = 0
+        out["activations"] = int(tokens * cfg.layers * (10 * cfg.hidden + 3 * width) * 2)
+    return out
+
+
+def check_fits(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int, dtype: str, hbm_bytes: int,
+               hw_name: str, chips: int) -> dict[str, int]:
+    need = model_memory(cfg, phase, batch, seq, context, dtype)
+    total = sum(need.values())
+    if total > hbm_bytes:
+        parts = ", ".join(f"{k.replace('_', ' ')} {v / 1e9:.1f} GB" for k, v in need.items() if v)
+        raise ConfigError(
+            f"{cfg.name} {phase} needs {total / 1e9:.1f} GB of HBM ({parts}) but {hw_name} has "
+            f"{hbm_bytes / 1e9:.1f} GB on {chips} chip{'s' if chips > 1 else ''}; use a smaller --dtype, batch or context."
+        )
+    return need

@@ -1,0 +1,69 @@
+"""Micro-benchmarks: one op each (a GEMM, an attention, a softmax, an RMSNorm), run on one
+core by default, as an NKI kernel benchmark would."""
+
+from __future__ import annotations
+
+from simcore.errors import ConfigError
+from simcore.workloads.ops import Op, Workload
+
+MICROBENCHMARKS: dict[str, dict] = {
+    "gemm": {"shape": "M,K,N", "default": (8192, 8192, 8192),
+             "help": "C[M,N] = A[M,K] @ B[K,N] with inputs already in --dtype in HBM"},
+    "attention": {"shape": "B,H,Q,KV[,D]", "default": (1, 8, 4096, 4096, 128),
+                  "help": "flash attention: batch, heads, query and key lengths (causal when Q > 1), head dim"},
+    "softmax": {"shape": "ROWS,COLS", "default": (4096, 4096), "help": "row softmax, BF16"},
+    "rmsnorm": {"shape": "ROWS,COLS", "default": (4096, 4096), "help": "RMSNorm over rows, BF16"},
+}
+
+
+def parse_shape(text: str | tuple | list | None, workload: str) -> tuple[int, ...]:
+    spec = MICROBENCHMARKS[workload]
+    if text is None or text == "":
+        return tuple(spec["default"])
+    if isinstance(text, (tuple, list)):
+        parts = list(text)
+    else:
+        parts = [p.strip() for p in str(text).replace("x", ",").split(",") if p.strip()]
+    try:
+        dims = tuple(int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise ConfigError(f"--shape '{text}' for {workload} must be integers {spec['shape']}.") from None
+    want = spec["shape"].replace("[", "").replace("]", "").split(",")
+    optional = spec["shape"].count("[")
+    if not (len(want) - optional <= len(dims) <= len(want)):
+        raise ConfigError(f"--shape '{text}' for {workload} must be {spec['shape']} ({len(want) - optional} numbers).")
+    if any(d <= 0 for d in dims):
+        raise ConfigError(f"--shape '{text}' for {workload} must be positive integers.")
+    return dims
+
+
+def microbenchmark(name: str, shape, dtype: str, *, compute_cores: int, mx_group: int) -> Workload:
+    dims = parse_shape(shape, name)
+    if name == "gemm":
+        m, k, n = dims
+        if dtype in ("mxfp8", "mxfp4") and k % mx_group:
+            raise ConfigError(f"gemm K={k} is not a multiple of the MX scale group ({mx_group}) that {dtype} needs.")
+        if n % compute_cores:
+            raise ConfigError(f"gemm N={n} does not divide evenly over {compute_cores} compute cores.")
+        ops = [Op("gemm", "matmul", dict(m=m, k=k, n=n, quantize_a=False, split="n"), dtype, 0)]
+        params = dict(shape=[m, k, n], m=m, k=k, n=n)
+        display = f"GEMM {m}x{k}x{n} {dtype}"
+    elif name == "attention":
+        b, h, q, kv = dims[:4]
+        d = dims[4] if len(dims) > 4 else 128
+        if q > kv:
+            raise ConfigError(f"attention query length {q} exceeds the key length {kv}.")
+        if h % compute_cores:
+            raise ConfigError(f"attention with {h} heads does not divide over {compute_cores} compute cores.")
+        ops = [Op("attention", "attention", dict(batch=b, q_heads=h, kv_heads=h, q_len=q, kv_len=kv, d_qk=d, d_v=d,
+                                                 causal=q > 1), "bf16", 0)]
+        params = dict(shape=list(dims), batch=b, heads=h, q_len=q, kv_len=kv, head_dim=d)
+        display = f"attention B{b} H{h} Q{q} KV{kv} D{d}"
+        dtype = "bf16"
+    else:
+        rows, cols = dims
+        ops = [Op(name, name, dict(rows=rows, cols=cols), "bf16", 0)]
+        params = dict(shape=[rows, cols], rows=rows, cols=cols)
+        display = f"{name} {rows}x{cols}"
+        dtype = "bf16"
+    return Workload(name, display, "microbenchmark", dtype, ops, params, None, {0: "benchmark"}, default_cores=1)
