@@ -63,7 +63,7 @@ class _Table:
         t = trace.table(TABLE_NAMES[code])
         self.code = code
         self.id = num(t, "id")
-        self.track = num(t, "track_id").astype(np.int64)
+        self.track = num(t, "track_id")
         self.start = num(t, "start_ns")
         self.end = self.start + num(t, "dur_ns")
         self.kernel = num(t, "kernel_id")
@@ -75,15 +75,22 @@ class _Table:
             d, dv = codes(t, "dst")
             self._names = (s, d, np.asarray(sv, dtype=object), np.asarray(dv, dtype=object))
         n = len(self.id)
-        key_sorted = n < 2 or bool(
+        # rows grouped by track with starts sorted (what writers produce): the previous event on a
+        # track is the previous row, and no order index is needed
+        self.key_sorted = n < 2 or bool(
             ((self.track[1:] > self.track[:-1]) | ((self.track[1:] == self.track[:-1]) & (self.start[1:] >= self.start[:-1]))).all()
         )
-        if key_sorted:
-            self.order = np.arange(n)
-        else:
-            self.order = np.lexsort((np.arange(n), self.start, self.track))
-        self.pos = np.empty(n, np.int64)
-        self.pos[self.order] = np.arange(n)
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        n = len(self.id)
+        return np.arange(n) if self.key_sorted else np.lexsort((np.arange(n), self.start, self.track))
+
+    @cached_property
+    def pos(self) -> np.ndarray:
+        pos = np.empty(len(self.id), np.int64)
+        pos[self.order] = np.arange(len(self.id))
+        return pos
 
     def name(self, row: int) -> str:
         if self.code == INSTRUCTION:
@@ -94,12 +101,18 @@ class _Table:
 
     def previous_rows(self, rows: np.ndarray) -> np.ndarray:
         """`previous` for many rows at once."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.key_sorted:
+            prev = np.maximum(rows - 1, 0)
+            return np.where((rows > 0) & (self.track[prev] == self.track[rows]), prev, -1)
         p = self.pos[rows]
         prev = self.order[np.maximum(p - 1, 0)]
         return np.where((p > 0) & (self.track[prev] == self.track[rows]), prev, -1)
 
     def previous(self, row: int) -> int:
         """The row before `row` on the same track, -1 if it is the track's first."""
+        if self.key_sorted:
+            return row - 1 if row > 0 and self.track[row - 1] == self.track[row] else -1
         p = self.pos[row]
         if p == 0:
             return -1

@@ -54,27 +54,32 @@ class EventIndex:
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        ins_ids = num(trace.instructions, "id")
-        dma_ids = num(trace.dma, "id")
-        ids = np.concatenate([ins_ids, dma_ids]).astype(np.int64)
-        table = np.concatenate([np.zeros(len(ins_ids), np.int8), np.ones(len(dma_ids), np.int8)])
-        row = np.concatenate([np.arange(len(ins_ids)), np.arange(len(dma_ids))]).astype(np.int64)
-        if len(ids) > 1 and not (ids[1:] >= ids[:-1]).all():
-            order = np.argsort(ids, kind="stable")
-            ids, table, row = ids[order], table[order], row[order]
-        self.ids, self.table, self.row = ids, table, row
+        # per table: ids in sorted order and, when the table is not sorted by id, the sorting rows
+        self._sorted: list[tuple[np.ndarray, np.ndarray | None]] = []
+        for name in TABLE_NAMES:
+            ids = num(trace.table(name), "id")
+            if len(ids) > 1 and not (ids[1:] >= ids[:-1]).all():
+                order = np.argsort(ids, kind="stable")
+                self._sorted.append((ids[order], order))
+            else:
+                self._sorted.append((ids, None))
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return sum(len(ids) for ids, _ in self._sorted)
 
     def locate(self, event_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(table code, row) per id; table -1 where the id is not an event of this trace."""
         q = np.asarray(event_ids, dtype=np.int64)
-        pos = np.searchsorted(self.ids, q)
-        pos_c = np.minimum(pos, max(len(self.ids) - 1, 0))
-        found = (pos < len(self.ids)) & (self.ids[pos_c] == q) if len(self.ids) else np.zeros(len(q), bool)
-        table = np.where(found, self.table[pos_c] if len(self.ids) else -1, -1).astype(np.int64)
-        row = np.where(found, self.row[pos_c] if len(self.ids) else -1, -1)
+        table = np.full(len(q), -1, np.int64)
+        row = np.full(len(q), -1, np.int64)
+        for code, (ids, order) in enumerate(self._sorted):
+            if not len(ids):
+                continue
+            pos = np.searchsorted(ids, q)
+            pos_c = np.minimum(pos, len(ids) - 1)
+            found = (table < 0) & (ids[pos_c] == q)
+            table[found] = code
+            row[found] = pos_c[found] if order is None else order[pos_c[found]]
         return table, row
 
     @cached_property

@@ -125,3 +125,55 @@ def union_length_per_group(group: np.ndarray, start: np.ndarray, end: np.ndarray
     """Covered time per group id (overlaps inside a group counted once), int64 [n_groups]."""
     g, s, e = union_runs_per_group(group, start, end)
     return sum_per_group(g, e - s, n_groups)
+
+
+def union_length_by_track_groups(
+    track: np.ndarray, group_of_track: np.ndarray, start: np.ndarray, end: np.ndarray, n_groups: int
+) -> np.ndarray:
+    """`union_length_per_group` for intervals on tracks, where each track belongs to a group.
+
+    Fast path: a group made of one track whose rows are contiguous and never overlap
+    (an in-order engine) is covered exactly by the sum of its durations, so only the
+    rest (e.g. the two Tensor rows of one engine) needs the sort-based union.
+    """
+    n = len(track)
+    if n == 0:
+        return np.zeros(n_groups, dtype=np.int64)
+    n_tracks = len(group_of_track)
+    change = track[1:] != track[:-1]
+    present = np.bincount(track, minlength=n_tracks) > 0
+    grouped = int(change.sum()) + 1 == int(present.sum())
+    simple = np.zeros(n_tracks, dtype=bool)
+    if grouped:
+        overlap = ~change & (start[1:] < end[:-1])
+        simple = present.copy()
+        simple[np.unique(track[1:][overlap])] = False
+        tracks_in_group = np.bincount(group_of_track[present], minlength=n_groups)
+        simple &= tracks_in_group[group_of_track] == 1
+    row_simple = simple[track]
+    group = group_of_track[track]
+    dur = (end - start).astype(np.float64)
+    out = np.rint(np.bincount(group[row_simple], weights=dur[row_simple], minlength=n_groups)).astype(np.int64)
+    rest = ~row_simple
+    if rest.any():
+        out += union_length_per_group(group[rest], start[rest], end[rest], n_groups)
+    return out
+
+
+def covered_by_runs(
+    group: np.ndarray, start: np.ndarray, end: np.ndarray,
+    run_group: np.ndarray, run_start: np.ndarray, run_end: np.ndarray,
+) -> np.ndarray:
+    """Mask of intervals lying inside one run of their group (runs sorted by group then start, disjoint)."""
+    if len(run_group) == 0 or len(start) == 0:
+        return np.zeros(len(start), dtype=bool)
+    lo = min(int(start.min()), int(run_start.min()))
+    stride = max(int(end.max()), int(run_end.max())) - lo + 1
+    if stride * (max(int(group.max()), int(run_group.max())) + 2) >= 2**62:
+        return np.zeros(len(start), dtype=bool)
+    keys = run_group.astype(np.int64) * stride + (run_start - lo)
+    q = group.astype(np.int64) * stride + (start - lo)
+    idx = np.searchsorted(keys, q, side="right") - 1
+    ok = idx >= 0
+    i = np.maximum(idx, 0)
+    return ok & (run_group[i] == group) & (run_end[i] >= end) & (run_start[i] <= start)

@@ -22,9 +22,11 @@ import pandas as pd
 
 from explorer.model.intervals import (
     clip,
+    covered_by_runs,
     overlap_fraction,
     overlaps,
     sum_per_group,
+    union_length_by_track_groups,
     union_length_per_group,
     union_runs_per_group,
 )
@@ -148,6 +150,32 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     for kind, engine in ENGINE_OF_KIND.items():
         engine_of_track[tracks.kind == kind] = ENGINES.index(engine)
     active_runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    empty = np.array([], dtype=np.int64)
+    kernel_runs = (empty, empty, empty)
+
+    # -- kernels first: FLOPs, HBM bytes, and the runs that cover most engine time ------
+    if kernels.num_rows:
+        k_unit = units.of(k_chip, k_core)
+        flags["has_work"][k_unit] = True
+        start = num(kernels, "start_ns")
+        end = start + num(kernels, "dur_ns")
+        keep = flags["in_scope"][k_unit] & overlaps(start, end, t0, t1)
+        idx = np.flatnonzero(keep)
+        k_unit, start, end = k_unit[idx], start[idx], end[idx]
+        frac = overlap_fraction(start, end, t0, t1)
+        d_codes, d_vocab = codes(kernels, "dtype")
+        w = _weights(peaks, d_vocab)[d_codes[idx]]
+        flops = num(kernels, "flops")[idx] * frac
+        out["kernel_count"] += np.bincount(k_unit, minlength=units.n)
+        out["hardware_flops"] += np.bincount(k_unit, weights=flops, minlength=units.n)
+        out["model_flops"] += np.bincount(k_unit, weights=num(kernels, "model_flops")[idx] * frac, minlength=units.n)
+        out["hardware_flops_bf16"] += np.bincount(k_unit, weights=np.nan_to_num(flops * w), minlength=units.n)
+        out["unknown_dtype_flops"] += np.bincount(k_unit, weights=np.where(np.isnan(w), flops, 0.0), minlength=units.n)
+        out["hbm_read_bytes"] += np.bincount(k_unit, weights=num(kernels, "hbm_read_bytes")[idx] * frac, minlength=units.n)
+        out["hbm_write_bytes"] += np.bincount(k_unit, weights=num(kernels, "hbm_write_bytes")[idx] * frac, minlength=units.n)
+        s, e = clip(start, end, t0, t1)
+        kernel_runs = union_runs_per_group(k_unit, s, e)
+        active_runs.append(kernel_runs)
 
     instrumented = np.zeros(units.n, dtype=bool)
     # -- instructions: engine active time, counts, transposes --------------------------
@@ -175,11 +203,14 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
         group = unit * len(ENGINES) + np.maximum(eng, 0)
         cnt = np.bincount(group[is_engine], minlength=units.n * len(ENGINES)).reshape(units.n, len(ENGINES))
         s, e = (start, end) if whole else clip(start, end, t0, t1)
-        g_e = np.where(is_engine, group, units.n * len(ENGINES))
-        run_g, run_s, run_e = union_runs_per_group(g_e, s, e)
-        real = run_g < units.n * len(ENGINES)
-        act = sum_per_group(run_g[real], (run_e - run_s)[real], units.n * len(ENGINES)).reshape(units.n, len(ENGINES))
-        active_runs.append((run_g[real] // len(ENGINES), run_s[real], run_e[real]))
+        group_of_track = np.where(engine_of_track >= 0, track_unit * len(ENGINES) + np.maximum(engine_of_track, 0),
+                                  units.n * len(ENGINES))
+        n_groups = units.n * len(ENGINES) + 1
+        act = union_length_by_track_groups(tid, group_of_track, s, e, n_groups)[:-1].reshape(units.n, len(ENGINES))
+        # for the cores' total active time only intervals outside their kernels matter
+        outside = ~covered_by_runs(unit, s, e, *kernel_runs)
+        if outside.any():
+            active_runs.append((unit[outside], s[outside], e[outside]))
         for i, eng_name in enumerate(ENGINES):
             out[f"{eng_name}_engine_instruction_count"] += cnt[:, i]
             out[f"{eng_name}_engine_active_time_ns"] += act[:, i]
@@ -215,36 +246,14 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
         nbytes = num(dma, "bytes")[keep]
         parts = np.maximum(num(dma, "partitions")[keep], 1)
         s, e = clip(start, end, t0, t1)
-        run_g, run_s, run_e = union_runs_per_group(unit, s, e)
-        out["dma_active_time_ns"] += sum_per_group(run_g, run_e - run_s, units.n)
-        active_runs.append((run_g, run_s, run_e))
+        out["dma_active_time_ns"] += union_length_per_group(unit, s, e, units.n)
+        outside = ~covered_by_runs(unit, s, e, *kernel_runs)
+        if outside.any():
+            active_runs.append((unit[outside], s[outside], e[outside]))
         out["dma_transfer_count"] += np.bincount(unit, minlength=units.n)
         out["dma_transfer_total_bytes"] += sum_per_group(unit, nbytes.astype(np.int64), units.n)
         small = nbytes < SMALL_DMA_BYTES_PER_PARTITION * parts
         out["dma_small_transfer_count"] += np.bincount(unit[small], minlength=units.n)
-
-    # -- kernels: FLOPs, HBM bytes, kernel time -----------------------------------------
-    if kernels.num_rows:
-        k_unit = units.of(k_chip, k_core)
-        flags["has_work"][k_unit] = True
-        start = num(kernels, "start_ns")
-        end = start + num(kernels, "dur_ns")
-        keep = flags["in_scope"][k_unit] & overlaps(start, end, t0, t1)
-        idx = np.flatnonzero(keep)
-        k_unit, start, end = k_unit[idx], start[idx], end[idx]
-        frac = overlap_fraction(start, end, t0, t1)
-        d_codes, d_vocab = codes(kernels, "dtype")
-        w = _weights(peaks, d_vocab)[d_codes[idx]]
-        flops = num(kernels, "flops")[idx] * frac
-        out["kernel_count"] += np.bincount(k_unit, minlength=units.n)
-        out["hardware_flops"] += np.bincount(k_unit, weights=flops, minlength=units.n)
-        out["model_flops"] += np.bincount(k_unit, weights=num(kernels, "model_flops")[idx] * frac, minlength=units.n)
-        out["hardware_flops_bf16"] += np.bincount(k_unit, weights=np.nan_to_num(flops * w), minlength=units.n)
-        out["unknown_dtype_flops"] += np.bincount(k_unit, weights=np.where(np.isnan(w), flops, 0.0), minlength=units.n)
-        out["hbm_read_bytes"] += np.bincount(k_unit, weights=num(kernels, "hbm_read_bytes")[idx] * frac, minlength=units.n)
-        out["hbm_write_bytes"] += np.bincount(k_unit, weights=num(kernels, "hbm_write_bytes")[idx] * frac, minlength=units.n)
-        s, e = clip(start, end, t0, t1)
-        active_runs.append((k_unit, s, e))
 
     # -- total active: union of kernels, engine runs and DMA runs per unit --------------
     if active_runs:

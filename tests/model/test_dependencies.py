@@ -59,3 +59,15 @@ def test_bad_ids(deps):
         deps.critical_path(102)
     with pytest.raises(UserError, match="kernel 555"):
         deps.critical_path(555)
+
+
+def test_same_answers_when_rows_are_not_grouped_by_track_nor_sorted_by_id(tmp_path):
+    tables = at.basic_tables()
+    ins = tables["instructions"]
+    order = [8, 2, 5, 0, 3, 6, 1, 4, 7]  # interleaves tracks; keeps each track's starts increasing
+    tables["instructions"] = {c: [v[i] for i in order] for c, v in ins.items()}
+    deps = Dependencies(open_trace(at.write(tmp_path / "shuffled.trnx", tables)))
+    assert deps.wait_chain(4)["id"].tolist() == [20, 2, 4]
+    assert deps.wait_chain(5)["edge"].tolist()[-2] == "engine_order"
+    assert deps.critical_path(100).steps["id"].tolist() == [20, 2, 4, 5]
+    assert deps.predecessors(2)["id"].tolist() == [20]
