@@ -32,3 +32,35 @@ def test_overlap_fraction_and_zero_length_intervals():
     e = np.array([100, 10, 50, 200])
     assert overlap_fraction(s, e, 50, 150).tolist() == [0.5, 0.0, 1.0, 0.5]
     assert overlaps(s, e, 50, 150).tolist() == [True, False, True, True]
+
+
+def test_track_group_union_matches_plain_union():
+    from explorer.model.intervals import union_length_by_track_groups
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for track in range(5):  # tracks 0,1 share group 0 (like Tensor + TensorMatrix); track 4 overlaps itself
+        d = rng.integers(1, 30, 50)
+        gap = rng.integers(0, 20, 50) if track != 4 else -rng.integers(0, 10, 50)
+        s = np.maximum(np.cumsum(d + gap) - d, 0)
+        s = np.maximum.accumulate(s)
+        rows.append((np.full(50, track), s, s + d))
+    track = np.concatenate([r[0] for r in rows])
+    start = np.concatenate([r[1] for r in rows])
+    end = np.concatenate([r[2] for r in rows])
+    group_of_track = np.array([0, 0, 1, 2, 3])
+    want = union_length_per_group(group_of_track[track], start, end, 4)
+    assert union_length_by_track_groups(track, group_of_track, start, end, 4).tolist() == want.tolist()
+    shuffled = rng.permutation(len(track))  # not grouped by track: falls back to the exact union
+    got = union_length_by_track_groups(track[shuffled], group_of_track, start[shuffled], end[shuffled], 4)
+    assert got.tolist() == want.tolist()
+
+
+def test_covered_by_runs():
+    from explorer.model.intervals import covered_by_runs
+
+    rg, rs, re = np.array([0, 0, 2]), np.array([0, 100, 0]), np.array([50, 200, 10])
+    g = np.array([0, 0, 0, 1, 2, 2])
+    s = np.array([10, 40, 150, 0, 0, 5])
+    e = np.array([20, 60, 200, 5, 10, 11])
+    assert covered_by_runs(g, s, e, rg, rs, re).tolist() == [True, False, True, False, True, False]
