@@ -3,7 +3,8 @@
 The natural use is the same workload two ways (BF16 vs MXFP8, TP=8 vs TP=16), so
 ops are matched by *position in the hierarchy*: the path of names from the model
 down to the op plus its occurrence index among ops with that path, in time order
-("TestNet / layer 3 / attention.qkv_proj #0"). Kernels are matched within their
+("* / layer 3 / attention.qkv_proj #0"; the root matches the other trace's root
+whatever its name, since models are often named after their dtype or sharding). Kernels are matched within their
 matched op by kernel name and compared as totals (count, summed and longest time),
 which stays meaningful when the two runs split an op over different numbers of cores.
 Every delta is b - a; ratio is b / a (below 1: B is faster).
@@ -24,6 +25,7 @@ from explorer.model.summary import Summary, summarize
 from simcore.trace import Trace
 
 PATH_SEP = " / "
+ROOT = "*"  # stands for the root op (the model) in match keys
 
 
 @dataclass
@@ -98,15 +100,20 @@ def op_keys(h: Hierarchy) -> pd.DataFrame:
     parent, depth = h._ancestry
     names = o["name"].astype(str).to_numpy(dtype=object)
     path = names.copy()
+    # roots match each other whatever their names (a model named after its dtype or its
+    # parallelism, "GEMM 4096^3 bf16" vs "... mxfp8", is still the same model)
+    key_path = np.where(depth == 0, ROOT, names).astype(object)
     for d in range(1, int(depth.max()) + 1 if len(depth) else 0):
         at = np.flatnonzero(depth == d)
         path[at] = path[parent[at]] + PATH_SEP + names[at]
+        key_path[at] = key_path[parent[at]] + PATH_SEP + names[at]
     frame = pd.DataFrame({"op_id": o["op_id"].to_numpy(), "path": path, "level": o["level"].to_numpy(),
                           "kind": o["kind"].to_numpy(), "start_ns": o["start_ns"].to_numpy(),
                           "dur_ns": o["dur_ns"].to_numpy()})
-    frame = frame.sort_values(["path", "start_ns", "op_id"], kind="stable")
-    frame["occurrence"] = frame.groupby("path").cumcount()
-    frame["key"] = frame["path"] + " #" + frame["occurrence"].astype(str)
+    frame["key_path"] = key_path
+    frame = frame.sort_values(["key_path", "start_ns", "op_id"], kind="stable")
+    frame["occurrence"] = frame.groupby("key_path").cumcount()
+    frame["key"] = frame["key_path"] + " #" + frame["occurrence"].astype(str)
     return frame.sort_index()
 
 

@@ -36,7 +36,7 @@ def test_text_shows_metric_engine_op_and_kernel_deltas(pair):
     assert "bf16.trnx" in out and "mx.trnx" in out
     assert "vector" in out and "-250 ns" in out
     assert "ops: 5 compared, 1 changed" in out
-    assert "-1 us" in out and "TestNet / layer 0 / attention.qkv_proj #0" in out
+    assert "-1 us" in out and "* / layer 0 / attention.qkv_proj #0" in out
     assert "-3 us" in out and ":: matmul_qkv" in out
 
 
@@ -44,7 +44,7 @@ def test_json_has_every_table_and_top_limits_rows(pair):
     r = json.loads(trnx("diff", *pair, "--json").stdout)
     assert set(r) == {"a", "b", "metrics", "engines", "ops", "kernels"}
     ops = {o["key"]: o for o in r["ops"]}
-    assert ops["TestNet / layer 0 / attention.qkv_proj #0"]["delta_ns"] == -1000
+    assert ops["* / layer 0 / attention.qkv_proj #0"]["delta_ns"] == -1000
     vec = next(e for e in r["engines"] if e["engine"] == "vector")
     assert vec["delta_ns"] == -250
     small = json.loads(trnx("diff", *pair, "--json", "--top", "1").stdout)

@@ -56,10 +56,10 @@ def test_metric_deltas_are_b_minus_a_of_the_summaries(pair):
 def test_ops_match_by_path_and_occurrence(pair):
     d = diff(*pair)
     ops = d.ops.set_index("key")
-    qkv = ops.loc["TestNet / layer 0 / attention.qkv_proj #0"]
+    qkv = ops.loc["* / layer 0 / attention.qkv_proj #0"]
     assert (qkv["a_op_id"], qkv["b_op_id"], qkv["delta_ns"], qkv["status"]) == (12, 12, -1000, "matched")
     assert qkv["ratio"] == pytest.approx(0.8)
-    extra = ops.loc["TestNet / layer 0 / residual_add #0"]
+    extra = ops.loc["* / layer 0 / residual_add #0"]
     assert extra["status"] == "only_b" and extra["a_op_id"] == -1 and np.isnan(extra["a_dur_ns"])
     assert d.ops["level"].iloc[0] == "model"
 
@@ -67,11 +67,11 @@ def test_ops_match_by_path_and_occurrence(pair):
 def test_kernels_compare_per_op_and_name(pair):
     d = diff(*pair)
     k = d.kernels.set_index(["op_key", "name"])
-    q = k.loc[("TestNet / layer 0 / attention.qkv_proj #0", "matmul_qkv")]
+    q = k.loc[("* / layer 0 / attention.qkv_proj #0", "matmul_qkv")]
     assert (q["a_count"], q["b_count"]) == (3, 3)
     assert (q["a_time_ns"], q["b_time_ns"], q["delta_ns"]) == (11_200, 8_200, -3000)
     assert (q["a_max_ns"], q["b_max_ns"]) == (5000, 4000)
-    add = k.loc[("TestNet / layer 0 / residual_add #0", "add")]
+    add = k.loc[("* / layer 0 / residual_add #0", "add")]
     assert add["status"] == "only_b" and add["delta_ns"] == 50
 
 
@@ -85,6 +85,16 @@ def test_same_trace_has_no_deltas_and_json_is_plain(pair):
     json.dumps(out)
 
 
+def test_models_named_after_their_dtype_still_match(tmp_path):
+    a = open_trace(at.write(tmp_path / "a.trnx"))
+    t = at.basic_tables()
+    t["ops"]["name"][0] = "TestNet mxfp8"
+    d = diff(a, open_trace(at.write(tmp_path / "b.trnx", t)))
+    assert (d.ops["status"] == "matched").all()
+    root = d.ops.set_index("key").loc["* #0"]
+    assert root["path"] == "TestNet" and root["a_op_id"] == root["b_op_id"] == 10
+
+
 def test_repeated_layers_match_in_order(tmp_path):
     t = at.basic_tables()
     # a second layer with the same op names: occurrence keys keep them apart
@@ -96,5 +106,5 @@ def test_repeated_layers_match_in_order(tmp_path):
     t["ops"]["dur_ns"][-1] = 700
     b = open_trace(at.write(tmp_path / "b.trnx", t))
     ops = diff(a, b).ops.set_index("key")
-    assert ops.loc["TestNet / layer 1 / attention.qkv_proj #0", "delta_ns"] == -300
-    assert ops.loc["TestNet / layer 0 / attention.qkv_proj #0", "delta_ns"] == 0
+    assert ops.loc["* / layer 1 / attention.qkv_proj #0", "delta_ns"] == -300
+    assert ops.loc["* / layer 0 / attention.qkv_proj #0", "delta_ns"] == 0
