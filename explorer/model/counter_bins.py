@@ -123,7 +123,7 @@ class CounterSeries:
         last = self.value[np.maximum(stop - 1, 0)]
         integ = self.integral_before(e)
         mean = np.diff(integ) / np.maximum(np.diff(e), 1e-12)
-        none = held[1:] < 0  # no sample yet by the right edge
+        none = self.time[0] >= e[1:]  # no sample before the bin's right edge
         for arr in (vmin, vmax, mean, last):
             arr[none] = np.nan
         return CounterBins(e, vmin, vmax, mean, last)

@@ -58,10 +58,12 @@ def summarize(index: TraceIndex, sel: AreaSelection) -> SelectionSummary:
     counts: dict[str, int] = {}
     chips: set[int] = set()
     for tid in sel.track_ids:
+        info = index.tracks.get(tid)
+        if info is not None:
+            chips.add(info.chip)
         lane = index.lanes.get(tid)
         if lane is None:
             continue
-        chips.add(lane.track.chip)
         busy = lane.coverage.busy_in(t0, t1)
         out.busy_ns[tid] = busy
         out.busy_percent[tid] = 100.0 * busy / (t1 - t0)
