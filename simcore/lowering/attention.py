@@ -27,11 +27,11 @@ import numpy as np
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.matmul import _expand
-from simcore.lowering.program import GPSIMD, MATRIX, SCALAR, TENSOR, VECTOR, ProgramBuilder
+from simcore.lowering.program import GPSIMD, MATRIX, OP as OPC, SCALAR, TENSOR, VECTOR, ProgramBuilder
 
 CHUNK = 512
 SLOTS = 64.0
-LAG = 2  # chunks the tensor engine runs ahead: S of chunk c+LAG is issued before PV of chunk c (LAG+1 S banks)
+LAG = 4  # chunks the tensor engine runs ahead: S of chunk c+LAG is issued before PV of chunk c (LAG+1 S banks)
 
 
 @dataclass(frozen=True)
@@ -202,9 +202,12 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     tr = b.add(MATRIX, sk + 0.001, C.transpose_ns(hw, sub_rows), "Transpose", "bf16", (ids_lst + np.arange(NSUB),),
                flops=(2 * sub_rows * sub_len * sub_rows).astype(np.int64),
                bytes=(sub_rows * sub_len * 6).astype(np.int64), pe=True)
-    cp_dur = C.scalar_ns(hw, sub_rows, "fp32") if copy_engine == SCALAR else C.vector_ns(hw, sub_rows, "fp32")
-    cp = b.add(copy_engine, sk + 0.002, cp_dur, "Activation" if copy_engine == SCALAR else "TensorCopy", "bf16", (tr,),
-               bytes=(sub_rows * sub_len * 6).astype(np.int64))
+    # P^T copies PSUM -> SBUF run on the engine exp leaves free (Scalar on Trn3, Vector on Trn2)
+    on_scalar = np.full(NSUB, copy_engine == SCALAR)
+    cp_eng = np.where(on_scalar, SCALAR, VECTOR)
+    cp_dur = np.where(on_scalar, C.scalar_ns(hw, sub_rows, "fp32"), C.vector_ns(hw, sub_rows, "fp32"))
+    cp_op = np.where(on_scalar, OPC["Activation"], OPC["TensorCopy"])
+    cp = b.add(cp_eng, sk + 0.002, cp_dur, cp_op, "bf16", (tr,), bytes=(sub_rows * sub_len * 6).astype(np.int64))
     b.add(TENSOR, sk + 1, C.load_stationary_ns(hw), "LoadStationary", "bf16", (cp,),
           bytes=(sub_rows * sub_len * 2).astype(np.int64))
     pv = b.add(MATRIX, sk + 1.001, C.matmul_ns(hw, np.full(NSUB, s.d_v), "bf16"), "MultiplyMoving", "bf16",

@@ -3,7 +3,8 @@
 The rules (shared/reference/trn3-hardware.md): a MultiplyMoving costs max(N, 64) cycles of
 the tensor clock for an N-column moving tile (x4 for FP32); Vector/Scalar instructions cost
 overhead + max(64, N / rate) cycles for N elements per partition; GpSimd 150 + N; a DMA
-moves bytes at the core's DMA bandwidth, derated when it moves under 4 KiB per partition.
+moves bytes at the core's DMA bandwidth, derated when it moves under 4 KiB per partition
+(a per-partition descriptor cost).
 """
 
 from __future__ import annotations
@@ -82,7 +83,11 @@ def quantize_mx_ns(hw: Hardware, n_per_partition) -> np.ndarray:
 def dma_efficiency(hw: Hardware, nbytes, partitions) -> np.ndarray:
     per_partition = np.asarray(nbytes, np.float64) / np.maximum(np.asarray(partitions, np.float64), 1)
     full = float(hw.data["dma"]["efficient_bytes_per_partition"])
-    return np.clip(per_partition / full, 1.0 / 64, 1.0)
+    over = float(hw.data["dma"].get("descriptor_overhead_bytes", 0.0))
+    if over <= 0:
+        return np.clip(per_partition / full, 1.0 / 64, 1.0)
+    scale = (full + over) / full
+    return np.minimum(1.0, scale * per_partition / (per_partition + over))
 
 
 def dma_ns(hw: Hardware, nbytes, partitions) -> np.ndarray:

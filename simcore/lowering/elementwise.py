@@ -42,6 +42,18 @@ class RowwiseKernel:
     loads: tuple[float, ...]    # bytes per element of each input read from HBM
     stores: tuple[float, ...]   # bytes per element of each output written to HBM
     steps: tuple[Step, ...]
+    row_reductions: int = 0     # reductions along a row (a folded layout adds a cross-partition step each)
+
+
+def _fold(k: RowwiseKernel, partitions: int) -> RowwiseKernel:
+    """Few long rows (decode: one token) spread over all partitions instead of a few:
+    [rows, cols] is laid out [128, rows*cols/128]; each row reduction then needs one
+    cross-partition all-reduce on GpSimd."""
+    cols = math.ceil(k.rows * k.cols / partitions)
+    steps = list(k.steps)
+    for _ in range(k.row_reductions):
+        steps.insert(1, Step("gpsimd", "PartitionAllReduce", 0, 16, "fp32"))
+    return RowwiseKernel(partitions, cols, k.loads, k.stores, tuple(steps), 0)
 
 
 def _step_ns(hw: Hardware, st: Step, n: np.ndarray) -> tuple[int, np.ndarray]:
@@ -63,6 +75,8 @@ def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: fl
     P = hw.partitions
     if k.rows <= 0 or k.cols <= 0:
         return key0
+    if k.rows < P // 2 and k.rows * k.cols >= 2 * P:
+        k = _fold(k, P)
     n_rt = math.ceil(k.rows / P)
     n_ct = math.ceil(k.cols / MAX_COLS)
     rows = np.minimum(P, k.rows - np.repeat(np.arange(n_rt), n_ct) * P)
@@ -105,7 +119,7 @@ def rmsnorm(rows: int, cols: int) -> RowwiseKernel:
         Step("scalar", "ActivationReduce", 1, 0, "bf16"),     # x^2 summed along the row
         Step("vector", "TensorScalar", 0, 1, "fp32"),          # rstd = (sum / n + eps)^-1/2
         Step("vector", "TensorTensor", 1, 0, "bf16"),          # x * rstd * gamma
-    ))
+    ), row_reductions=1)
 
 
 def softmax(rows: int, cols: int) -> RowwiseKernel:
@@ -114,7 +128,7 @@ def softmax(rows: int, cols: int) -> RowwiseKernel:
         Step("exp", "Exponential", 1, 0, "bf16"),              # exp(x - max), fused row sum
         Step("vector", "TensorScalar", 0, 1, "fp32"),          # 1 / sum
         Step("vector", "TensorScalar", 1, 0, "bf16"),          # scale
-    ))
+    ), row_reductions=2)
 
 
 def residual_add(rows: int, cols: int) -> RowwiseKernel:
@@ -145,7 +159,7 @@ def router_topk(rows: int, experts: int, top_k: int) -> RowwiseKernel:
         Step("vector", "Max8", rounds, 0, "fp32"),             # top-k values, 8 per round
         Step("vector", "FindIndex8", rounds, 0, "fp32"),       # their expert indices
         Step("gpsimd", "Iota", 0, 16 * top_k, "int32"),        # token -> expert slot lists for dispatch
-    ))
+    ), row_reductions=2)
 
 
 def moe_combine(rows: int, cols: int, top_k: int) -> RowwiseKernel:
@@ -163,7 +177,7 @@ def sampling(rows: int, vocab: int) -> RowwiseKernel:
     return RowwiseKernel(rows, vocab, (2,), (), (
         Step("vector", "Max8", 1, 0, "bf16"),
         Step("vector", "FindIndex8", 1, 0, "bf16"),
-    ))
+    ), row_reductions=1)
 
 
 def cross_entropy(rows: int, vocab: int) -> RowwiseKernel:
@@ -171,7 +185,7 @@ def cross_entropy(rows: int, vocab: int) -> RowwiseKernel:
         Step("vector", "TensorReduce", 1, 0, "bf16"),
         Step("exp", "Exponential", 1, 0, "bf16"),
         Step("vector", "TensorScalar", 1, 0, "bf16"),          # softmax - one_hot = dlogits
-    ))
+    ), row_reductions=2)
 
 
 def adamw(params: int) -> RowwiseKernel:

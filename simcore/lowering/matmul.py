@@ -159,20 +159,37 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     mm_ls, mm_nl = _expand(nn[ls_blk])
     NMM = len(mm_ls)
     mm_blk = ls_blk[mm_ls]
-    ev_grp, ev_nl = _expand(nn[g_blk])
-    NEV = len(ev_grp)
-    ev_blk = g_blk[ev_grp]
     last_kb = B_kb == k_blocks - 1
     st_grp = np.flatnonzero(last_kb[g_blk])
     NST = len(st_grp)
-    NCAST = NST if k_blocks > 1 else 0
+    # when a block's accumulators fit half the PSUM banks they stay in PSUM across k blocks
+    # (evacuated once, after the last); otherwise each k block adds into an fp32 SBUF accumulator
+    psum_res = k_blocks > 1 and min(mbt, mt) * nbt <= hw.psum_banks // 2
+    eg = st_grp if psum_res else np.arange(NG)          # groups that evacuate, in order
+    if psum_res:
+        pair_first = np.flatnonzero(B_kb == 0)
+        cum_pair = np.cumsum(nm[pair_first]) - nm[pair_first]
+        E = cum_pair[B_nb[g_blk] * m_blocks + B_mb[g_blk]] + g_am   # evac-group index of each group
+    else:
+        E = np.arange(NG)
+    ev_e, ev_nl = _expand(nn[g_blk[eg]])
+    ev_grp = eg[ev_e]
+    NEV = len(ev_grp)
+    ev_blk = g_blk[ev_grp]
+    ev_start_of_eg = np.cumsum(nn[g_blk[eg]]) - nn[g_blk[eg]]
+    NCAST = NST if (k_blocks > 1 and not psum_res) else 0
 
+    # A stays resident in SBUF when there is one m block and it fits: later n blocks reuse it
+    a_resident = m_blocks == 1 and n_blocks > 1 and m * k * a_hbm_bytes <= hw.sbuf_bytes / 8
+    a_blocks = np.flatnonzero(B_nb == 0) if a_resident else np.arange(NB)
+    NA = len(a_blocks)
+    a_of_block = (B_kb if a_resident else np.arange(NB))  # index into the A loads
     # id bases in add order
     id0 = b.count
-    trigA, dmaA = id0, id0 + NB
-    trigB, dmaB = id0 + 2 * NB, id0 + 3 * NB
-    qid = id0 + 4 * NB
-    lsid = qid + (NB if quant else 0)
+    trigA, dmaA = id0, id0 + NA
+    trigB, dmaB = id0 + 2 * NA, id0 + 2 * NA + NB
+    qid = id0 + 2 * NA + 2 * NB
+    lsid = qid + (NA if quant else 0)
     mmid = lsid + NLS
     evid = mmid + NMM
     castid = evid + NEV
@@ -181,28 +198,30 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
 
     ls_start_of_grp = np.cumsum(nk[g_blk]) - nk[g_blk]
     mm_start_of_ls = np.cumsum(nn[ls_blk]) - nn[ls_blk]
-    ev_start_of_grp = np.cumsum(nn[g_blk]) - nn[g_blk]
     last_ls_of_blk = np.cumsum(nm * nk) - 1
     last_mm_of_blk = np.cumsum(np.bincount(mm_blk, minlength=NB)) - 1
     prev_blk = np.arange(NB) - plan.nbuf
     okb = prev_blk >= 0
-    relA = np.where(okb, lsid + last_ls_of_blk[np.maximum(prev_blk, 0)], -1)
+    relA = np.where(okb, lsid + last_ls_of_blk[np.maximum(prev_blk, 0)], -1)[a_blocks]
+    if a_resident:
+        relA[:] = -1
     relB = np.where(okb, mmid + last_mm_of_blk[np.maximum(prev_blk, 0)], -1)
 
     # -- loads
     qa = (queue0 + 2 * np.arange(NB)) % LQ
     qb = (queue0 + 2 * np.arange(NB) + 1) % LQ
-    got = b.dma(qa, base + 0.2, a_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(relA,),
+    got = b.dma(qa[a_blocks], base[a_blocks] + 0.2, a_bytes[a_blocks], P, "hbm", "sbuf", hw=hw, trigger_deps=(relA,),
                 dtype="bf16" if quantize_a else dtype)
     assert got[0] == dmaA
     b.dma(qb, base + 0.4, b_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(relB,), dtype=dtype)
-    a_ready = dmaA + np.arange(NB)
+    a_ready = dmaA + np.arange(NA)
     if quant:
-        per_part = rows_k * rows_m / P
+        per_part = (rows_k * rows_m / P)[a_blocks]
         dur = C.quantize_mx_ns(hw, per_part) if mx else C.vector_ns(hw, per_part, "bf16")
-        b.add(VECTOR, base + 0.5, dur, "QuantizeMX" if mx else "TensorCopy", dtype, (a_ready,),
-              bytes=(rows_k * rows_m * (2 + wb)).astype(np.int64))
-        a_ready = qid + np.arange(NB)
+        b.add(VECTOR, base[a_blocks] + 0.5, dur, "QuantizeMX" if mx else "TensorCopy", dtype, (a_ready,),
+              bytes=(rows_k * rows_m * (2 + wb))[a_blocks].astype(np.int64))
+        a_ready = qid + np.arange(NA)
+    a_ready = a_ready[a_of_block]
 
     # -- LoadStationary
     ls_key = base[ls_blk] + 1 + (g_am[ls_grp] * kbt + ls_kl) * stride
@@ -219,11 +238,12 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     mm_grp = ls_grp[mm_ls]
     ni = B_nb[mm_blk] * nbt + mm_nl
     bank_dep = np.full(NMM, -1, np.int64)
-    first = np.flatnonzero((ls_kl[mm_ls] == 0) & (mm_grp >= 2))
+    opens = (ls_kl[mm_ls] == 0) & ((B_kb[mm_blk] == 0) | (not psum_res))
+    first = np.flatnonzero(opens & (E[mm_grp] >= 2))
     if len(first):
-        g2 = mm_grp[first] - 2
-        ok = mm_nl[first] < nn[g_blk[g2]]
-        bank_dep[first[ok]] = evid + ev_start_of_grp[g2[ok]] + mm_nl[first[ok]]
+        e2 = E[mm_grp[first]] - 2
+        ok = mm_nl[first] < nn[g_blk[eg[e2]]]
+        bank_dep[first[ok]] = evid + ev_start_of_eg[e2[ok]] + mm_nl[first[ok]]
     ms, ks, ns_ = m_sz[mi[mm_grp]], k_sz[ki[mm_ls]], n_sz[ni]
     got = b.add(MATRIX, ls_key[mm_ls] + 1 + mm_nl, C.matmul_ns(hw, ns_, dtype), "MultiplyMoving", dtype,
                 (lsid + mm_ls, dmaB + mm_blk, bank_dep), flops=(2 * ms * ks * ns_).astype(np.int64),
@@ -237,7 +257,7 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     last_ls_of_grp = ls_start_of_grp + nk[g_blk] - 1
     ev_key = base[ev_blk] + 1 + (g_am[ev_grp] * kbt + nk[ev_blk] - 1) * stride + nbt + 1.5 + ev_nl * 1e-3
     ev_mm = mmid + mm_start_of_ls[last_ls_of_grp[ev_grp]] + ev_nl
-    if k_blocks == 1:
+    if k_blocks == 1 or psum_res:
         on_scalar = ev_nl % 2 == 0
         eng = np.where(on_scalar, SCALAR, VECTOR)
         opc = np.where(on_scalar, C_OP["Activation"], C_OP["TensorCopy"])
@@ -250,7 +270,7 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
         opc = np.where(first_kb, C_OP["Activation"], C_OP["TensorTensor"])
         dur = np.where(first_kb, C.scalar_ns(hw, ev_cols, "fp32"), C.vector_ns(hw, ev_cols, "fp32"))
         g_prev = ev_grp - nm[ev_blk]
-        prev_acc = np.where(first_kb, -1, evid + ev_start_of_grp[np.maximum(g_prev, 0)] + ev_nl)
+        prev_acc = np.where(first_kb, -1, evid + ev_start_of_eg[np.maximum(g_prev, 0)] + ev_nl)
         ebytes = np.where(first_kb, ev_rows * ev_cols * 8, ev_rows * ev_cols * 12)
     got = b.add(eng, ev_key, dur, opc, "fp32", (ev_mm, prev_acc), bytes=ebytes.astype(np.int64))
     assert got[0] == evid
@@ -259,7 +279,7 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     st_blk = g_blk[st_grp]
     st_cols = cols_n[st_blk]
     st_rows = m_sz[mi[st_grp]]
-    last_ev = evid + ev_start_of_grp[st_grp] + nn[st_blk] - 1
+    last_ev = evid + ev_start_of_eg[E[st_grp]] + nn[st_blk] - 1
     other_ev = np.where(nn[st_blk] > 1, last_ev - 1, -1)
     st_key = base[st_blk] + 1 + (g_am[st_grp] * kbt + nk[st_blk] - 1) * stride + nbt + 2.2
     done = (last_ev, other_ev)

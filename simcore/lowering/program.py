@@ -54,7 +54,7 @@ class Vocab:
 OPCODES = Vocab((
     "LoadStationary", "MultiplyMoving", "Transpose", "TensorTensor", "TensorScalar", "TensorCopy",
     "TensorReduce", "Activation", "ActivationReduce", "Exponential", "QuantizeMX", "Max8", "FindIndex8",
-    "AffineSelect", "Iota", "DmaTrigger", "DmaTransfer",
+    "AffineSelect", "Iota", "PartitionAllReduce", "DmaTrigger", "DmaTransfer",
 ))
 DTYPES = Vocab(("bf16", "fp16", "fp8", "mxfp8", "mxfp4", "fp32", "int32", "uint8"))
 MEMORIES = Vocab(("hbm", "sbuf", "psum", "remote"))
