@@ -23,7 +23,7 @@ import pandas as pd
 
 from explorer.model.bound import classify
 from explorer.model.events import DMA, INSTRUCTION, EventIndex
-from explorer.model.intervals import union_length_per_group
+from explorer.model.intervals import mean_concurrency, union_length_per_group
 from explorer.model.peaks import Peaks
 from explorer.model.scope import COLLECTIVE_KINDS, Tracks, codes, num, strings
 from simcore.errors import UserError
@@ -85,7 +85,10 @@ class Hierarchy:
         peak = np.array([self.peaks.peak_tflops_for(d) or np.nan for d in df["dtype"]], dtype=np.float64)
         df["t_compute_ns"] = df["flops"] / (peak * 1e3)
         bw = self.peaks.hbm_bytes_per_s
-        df["t_hbm_ns"] = df["hbm_bytes"] / (bw / 1e9) if bw else np.nan
+        # HBM is shared by a chip's cores: a kernel's fair share is the chip's bandwidth over
+        # the mean number of the chip's cores running kernels while it runs
+        df["hbm_sharing"] = mean_concurrency(df["chip"].to_numpy(), df["start_ns"].to_numpy(), df["end_ns"].to_numpy())
+        df["t_hbm_ns"] = df["hbm_bytes"] * df["hbm_sharing"] / (bw / 1e9) if bw else np.nan
         busy, count, dma_busy, dma_count = self._kernel_detail(ids)
         df["instruction_count"] = count
         df["dma_count"] = dma_count
@@ -212,8 +215,11 @@ class Hierarchy:
             sums[col] = np.bincount(anc, weights=np.nan_to_num(v), minlength=n)
             sums[col + "_known"] = np.bincount(anc, weights=(~np.isnan(v)).astype(float), minlength=n)
         unit = k["chip"].to_numpy(np.int64)[item] * 4096 + k["core"].to_numpy(np.int64)[item]
-        pairs = pd.DataFrame({"anc": anc, "unit": unit, "chip": k["chip"].to_numpy()[item]})
+        pairs = pd.DataFrame({"anc": anc, "unit": unit, "chip": k["chip"].to_numpy()[item],
+                              "detail": ~np.isnan(k["engine_busy_ns"].to_numpy(np.float64)[item])})
         cores = pairs.drop_duplicates(["anc", "unit"]).groupby("anc").size().reindex(range(n), fill_value=0).to_numpy()
+        detail_cores = (pairs[pairs["detail"]].drop_duplicates(["anc", "unit"]).groupby("anc").size()
+                        .reindex(range(n), fill_value=0).to_numpy())
         chips = pairs.drop_duplicates(["anc", "chip"]).groupby("anc").size().reindex(range(n), fill_value=0).to_numpy()
         kcount = np.bincount(anc, minlength=n)
         raw["kernel_count"] = kcount
@@ -238,9 +244,11 @@ class Hierarchy:
         bw = self.peaks.hbm_bytes_per_s
         raw["t_hbm_ns"] = raw["hbm_bytes"] / (bw / 1e9) / np.maximum(chips, 1) if bw else np.nan
         raw.loc[kcount == 0, "t_hbm_ns"] = np.nan
-        detail = sums["engine_busy_ns_known"] > 0
-        raw["engine_busy_ns"] = np.where(detail, sums["engine_busy_ns"] / ncores, np.nan)
-        raw["dma_busy_ns"] = np.where(detail, sums["dma_busy_ns"] / ncores, np.nan)
+        # per-core means over the cores captured with instruction detail (often just one)
+        detail = detail_cores > 0
+        dcores = np.maximum(detail_cores, 1).astype(np.float64)
+        raw["engine_busy_ns"] = np.where(detail, sums["engine_busy_ns"] / dcores, np.nan)
+        raw["dma_busy_ns"] = np.where(detail, sums["dma_busy_ns"] / dcores, np.nan)
         is_cc = np.isin(raw["kind"].to_numpy(), COLLECTIVE_KINDS)
         bound = classify(raw["dur_ns"], raw["t_compute_ns"], raw["t_hbm_ns"], raw["engine_busy_ns"],
                          raw["dma_busy_ns"], is_cc)

@@ -177,3 +177,36 @@ def covered_by_runs(
     ok = idx >= 0
     i = np.maximum(idx, 0)
     return ok & (run_group[i] == group) & (run_end[i] >= end) & (run_start[i] <= start)
+
+
+def mean_concurrency(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each interval, the mean number of intervals of its group running during it (itself included).
+
+    A step function of the active count per group (intervals touching end-to-start do
+    not overlap) and its running integral, queried at each interval's ends. Zero-length
+    intervals get 1.
+    """
+    n = len(start)
+    if n == 0:
+        return np.zeros(0)
+    g = group.astype(np.int64)
+    lo = int(start.min())
+    stride = int(end.max()) - lo + 1
+    s = g * stride + (start.astype(np.int64) - lo)
+    e = g * stride + (end.astype(np.int64) - lo)
+    t = np.concatenate([s, e])
+    d = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
+    order = np.lexsort((d, t))  # at equal times ends (-1) come first
+    t, d = t[order], d[order]
+    active = np.cumsum(d)  # count on [t[i], t[i+1])
+    integral = np.concatenate(([0.0], np.cumsum(np.diff(t) * active[:-1].astype(np.float64))))
+
+    def at(x: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(t, x, side="right") - 1
+        return integral[i] + active[i] * (x - t[i])
+
+    length = (e - s).astype(np.float64)
+    out = np.ones(n)
+    pos = length > 0
+    out[pos] = (at(e[pos]) - at(s[pos]))[:] / length[pos]
+    return np.maximum(out, 1.0)

@@ -126,10 +126,10 @@ def small_dma_transfers(c: _Context) -> list[Recommendation]:
     parts = np.maximum(num(dma, "partitions"), 1)
     small = nbytes < SMALL_DMA_BYTES_PER_PARTITION * parts
     n_small = int(small.sum())
-    if n_small == 0 or n_small < MIN_SHARE * len(nbytes):
-        return []
     dur = num(dma, "dur_ns")
     t_small = int(dur[small].sum())
+    if n_small == 0 or t_small < MIN_SHARE * max(int(dur.sum()), 1):
+        return []
     kid = num(dma, "kernel_id")[small]
     per_kernel = pd.Series(dur[small]).groupby(kid).sum().sort_values(ascending=False)
     links = []

@@ -38,7 +38,11 @@ def test_kernel_rows_match_pandas(h):
     assert np.isnan(k.loc[102, "engine_busy_ns"])  # kernel-level detail only
     assert k.loc[100, "t_compute_ns"] == pytest.approx(4_100_000 / 79e12 * 1e9)
     assert k.loc[103, "t_compute_ns"] == pytest.approx(4_000_000 / 158e12 * 1e9)
-    assert k.loc[103, "t_hbm_ns"] == pytest.approx(2_500_000 / 4900e9 * 1e9)
+    assert k.loc[103, "t_hbm_ns"] == pytest.approx(2_500_000 / 4900e9 * 1e9)  # alone on chip 1
+    # kernel 100 (chip 0 core 0, 0..2200) shares HBM with kernel 102 (core 1, 0..4000) all along;
+    # 102 shares it with 100 for 2200 ns and with 101 (3000..3100) for 100 ns
+    assert k.loc[100, "hbm_sharing"] == 2.0 and k.loc[102, "hbm_sharing"] == pytest.approx((2200 * 2 + 100 * 2 + 1700) / 4000)
+    assert k.loc[100, "t_hbm_ns"] == pytest.approx(2 * 665_536 / 4900e9 * 1e9)
     assert k["bound"].to_dict() == {100: "compute", 101: "compute", 102: "dma_latency", 103: "dma_latency"}
 
 

@@ -64,3 +64,18 @@ def test_covered_by_runs():
     s = np.array([10, 40, 150, 0, 0, 5])
     e = np.array([20, 60, 200, 5, 10, 11])
     assert covered_by_runs(g, s, e, rg, rs, re).tolist() == [True, False, True, False, True, False]
+
+
+def test_mean_concurrency_against_brute_force():
+    from explorer.model.intervals import mean_concurrency
+
+    rng = np.random.default_rng(5)
+    g = rng.integers(0, 3, 60)
+    s = rng.integers(0, 200, 60)
+    e = s + rng.integers(1, 50, 60)
+    got = mean_concurrency(g, s, e)
+    for i in range(60):
+        same = g == g[i]
+        per_ns = [int(((s[same] <= t) & (e[same] > t)).sum()) for t in range(s[i], e[i])]
+        assert got[i] == np.mean(per_ns)
+    assert mean_concurrency(np.array([0, 0]), np.array([0, 10]), np.array([10, 20])).tolist() == [1.0, 1.0]
