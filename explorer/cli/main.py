@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("explorer.cli.info:info", "Describe a trace: hardware, workload, span, rows per table."),
     "validate": ("explorer.cli.validate:validate", "Check a trace's format and data invariants."),
     "export": ("explorer.cli.export:export", "Export one table of a trace to Parquet or CSV."),
+    "capture": ("explorer.cli.capture:capture", "Simulate a workload on a Trainium preset and write a trace."),
+    "presets": ("explorer.cli.presets:presets", "List hardware presets, models and micro-benchmarks for capture."),
     "summary": ("explorer.cli.summary:summary", "Summary metrics, collectives and recommendations of a trace."),
     "diff": ("explorer.cli.diff:diff", "Compare two traces: metric, engine, op and kernel deltas."),
     "view": ("explorer.cli.view:view", "Open the desktop explorer window on a trace (--smoke-test: render one frame, exit)."),
