@@ -21,11 +21,23 @@ def ensure_app():
 
     app = QApplication.instance()
     if app is None:
+        _quiet_platform_noise()
         app = QApplication(sys.argv[:1])
         app.setApplicationName("Trn3 Explorer")
         app.setOrganizationName("trn3-explorer")
         apply_dark_theme(app)
     return app
+
+
+def _quiet_platform_noise() -> None:
+    """Drop the offscreen platform's harmless 'propagateSizeHints' warning; keep the rest."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    def handler(mode, context, message: str) -> None:
+        if "propagateSizeHints" not in message:
+            sys.stderr.write(message + "\n")
+
+    qInstallMessageHandler(handler)
 
 
 def open_window(path: str | os.PathLike[str] | None = None, *, show: bool = True):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
 from explorer.model.search import SearchHits, search
@@ -26,9 +25,8 @@ class QtSearchBar(QWidget):
         self.edit.setPlaceholderText("Search opcode, kernel, op, layer or #id  (Ctrl+F)")
         self.edit.setClearButtonEnabled(True)
         self.edit.setMinimumWidth(320)
-        self.edit.returnPressed.connect(lambda: self.step(1))
+        self.edit.installEventFilter(self)
         self.edit.textChanged.connect(self._changed)
-        QShortcut(QKeySequence("Shift+Return"), self.edit, context=Qt.WidgetShortcut, activated=lambda: self.step(-1))
         self.prev = QToolButton(text="\u25b2", toolTip="Previous hit (Shift+Enter)")
         self.next = QToolButton(text="\u25bc", toolTip="Next hit (Enter)")
         self.prev.setObjectName("search-prev")
@@ -44,6 +42,13 @@ class QtSearchBar(QWidget):
         lay.addWidget(self.prev)
         lay.addWidget(self.next)
         lay.addWidget(self.status)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        """Enter: next hit; Shift+Enter: previous hit."""
+        if obj is self.edit and event.type() == QEvent.KeyPress and event.key() in (Qt.Key_Return, Qt.Key_Enter):
+            self.step(-1 if event.modifiers() & Qt.ShiftModifier else 1)
+            return True
+        return super().eventFilter(obj, event)
 
     def set_index(self, index: TraceIndex | None) -> None:
         self.index = index

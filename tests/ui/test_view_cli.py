@@ -1,0 +1,42 @@
+"""`trnx view` and `python -m explorer`: the packaging smoke test and bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=ENV, timeout=120)
+
+
+@pytest.mark.slow
+def test_view_smoke_test_renders_a_frame_and_exits_0(trace_path):
+    r = run("-m", "explorer.cli.main", "view", str(trace_path), "--smoke-test")
+    assert r.returncode == 0, r.stderr
+    assert "first frame rendered" in r.stdout
+
+
+@pytest.mark.slow
+def test_view_of_a_broken_trace_exits_2_with_one_line(tmp_path):
+    bad = tmp_path / "bad.trnx"
+    bad.mkdir()
+    (bad / "meta.json").write_text("{not json")
+    r = run("-m", "explorer.cli.main", "view", str(bad), "--smoke-test")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines()[-1].startswith("trnx: error: ")
+    assert "meta.json is not valid JSON" in r.stderr and "Traceback" not in r.stderr
+    r = run("-m", "explorer.cli.main", "view", str(tmp_path / "missing.trnx"))
+    assert r.returncode == 2 and "does not exist" in r.stderr
+
+
+def test_view_is_listed_and_python_m_explorer_has_help():
+    r = run("-m", "explorer.cli.main", "--help")
+    assert r.returncode == 0 and "view" in r.stdout
+    r = run("-m", "explorer", "--help")
+    assert r.returncode == 0 and "python -m explorer [TRACE" in r.stdout
