@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from explorer.model.metrics import GROUPS, METRICS
-from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+from explorer.model.metrics import GROUPS, METRICS, format_metric
+from explorer.model.units import format_bytes, format_ns
 from simcore.errors import UserError
 
 TOP_COLLECTIVES = 5
@@ -31,25 +31,7 @@ def parse_range(text: str | None) -> tuple[int, int] | None:
         raise UserError(f"--range '{text}' is not START:END in integer nanoseconds (e.g. 0:250000).") from None
 
 
-def format_value(value: Any, unit: str) -> str:
-    """A metric value in the unit a person would read."""
-    if value is None:
-        return "n/a"
-    if unit == "ns":
-        return format_ns(value)
-    if unit == "bytes":
-        return format_bytes(value)
-    if unit == "GB/s":
-        return format_rate_gbps(value)
-    if unit == "%":
-        return f"{value:.4g} %"
-    if unit == "FLOP":
-        return f"{format_count(value)}FLOP" if abs(value) >= 1000 else f"{value:.0f} FLOP"
-    if unit == "TFLOPS":
-        return f"{value:.4g} TFLOPS"
-    if unit == "FLOP/byte":
-        return f"{value:.4g} FLOP/B"
-    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
+format_value = format_metric  # the same formatting as the GUI's summary panel
 
 
 def build_report(path: str, chips: tuple[int, ...], time_range: str | None, per_chip: bool,

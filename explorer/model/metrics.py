@@ -8,8 +8,10 @@ the Neuron profiler's summary where it has one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from explorer.model.scope import ENGINES
+from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
 
 
 @dataclass(frozen=True)
@@ -94,3 +96,24 @@ def markdown_table() -> str:
     lines = ["| metric | unit | group | definition |", "|---|---|---|---|"]
     lines += [f"| `{m.name}` | {m.unit} | {m.group} | {m.doc} |" for m in METRICS]
     return "\n".join(lines)
+
+
+def format_metric(value: Any, unit: str) -> str:
+    """A metric value as a person reads it ("n/a" when unavailable): the CLI's and the GUI's text."""
+    if value is None:
+        return "n/a"
+    if unit == "ns":
+        return format_ns(value)
+    if unit == "bytes":
+        return format_bytes(value)
+    if unit == "GB/s":
+        return format_rate_gbps(value)
+    if unit == "%":
+        return f"{value:.4g} %"
+    if unit == "FLOP":
+        return f"{format_count(value)}FLOP" if abs(value) >= 1000 else f"{value:.0f} FLOP"
+    if unit == "TFLOPS":
+        return f"{value:.4g} TFLOPS"
+    if unit == "FLOP/byte":
+        return f"{value:.4g} FLOP/B"
+    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"

@@ -168,3 +168,14 @@ def test_bad_selection_is_one_sentence_user_error(trace, kwargs, fragment):
     with pytest.raises(UserError, match=fragment) as err:
         summarize(trace, **kwargs)
     assert "\n" not in str(err.value)
+
+
+def test_metric_formatting_shared_by_cli_and_gui():
+    from explorer.model.metrics import format_metric
+
+    assert format_metric(None, "%") == "n/a"
+    assert format_metric(1_234_567, "ns") == "1.235 ms"
+    assert format_metric(92.4712, "%") == "92.47 %"
+    assert format_metric(3_600_000, "bytes") == "3.433 MiB"
+    assert format_metric(16_110_000, "FLOP") == "16.11 MFLOP"
+    assert format_metric(4900.0, "GB/s") == "4.9 TB/s"
