@@ -21,12 +21,16 @@ import click
 @click.option("--python", "include_python", is_flag=True, help="Also import python_function events as ops (slower).")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the import report and breakdown as JSON.")
-def import_trace(traces: tuple[str, ...], output: str, include_python: bool, overwrite: bool, as_json: bool) -> None:
+@click.option("-j", "--jobs", default=0, type=click.IntRange(min=0), help="Processes reading rank files in parallel (0: one per core).")
+def import_trace(traces: tuple[str, ...], output: str, include_python: bool, overwrite: bool, as_json: bool, jobs: int) -> None:
     from simcore.trace import open_trace
     from explorer.interop import import_kineto
     from explorer.model.temporal import breakdown, stragglers
 
-    report = import_kineto(list(traces), output, include_python=include_python, overwrite=overwrite)
+    import os
+
+    report = import_kineto(list(traces), output, include_python=include_python, overwrite=overwrite,
+                           workers=jobs if jobs > 0 else (os.cpu_count() or 1))
     trace = open_trace(report.path)
     ranks = breakdown(trace)
     slow = stragglers(trace)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ _ALGORITHMS = ("collnet_direct", "collnet_chain", "collnet", "nvls_tree", "nvls"
 _INTS = re.compile(r"-?\d+")
 
 
+@lru_cache(maxsize=4096)
 def collective_kind(text: str) -> str:
     """'allreduce', '_allgather_base', 'ncclDevKernel_AllGather_RING_LL' -> a schema kind."""
     squashed = re.sub(r"[^a-z]", "", text.lower())
@@ -48,6 +50,7 @@ def collective_kind(text: str) -> str:
     return "other"
 
 
+@lru_cache(maxsize=4096)
 def algorithm_of(kernel_name: str) -> str:
     """The NCCL algorithm a kernel name carries (`..._RING_LL` -> ring), or ''."""
     parts = kernel_name.lower().split("_")
@@ -68,12 +71,15 @@ def _int(value: Any, default: int = -1) -> int:
 
 def _ranks(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, list):
-        out = tuple(_int(v) for v in value)
-    elif isinstance(value, str):
-        out = tuple(int(x) for x in _INTS.findall(value)[:1 << 16])
-    else:
-        return None
-    return out or None
+        return tuple(_int(v) for v in value) or None
+    if isinstance(value, str):
+        return _ranks_text(value)
+    return None
+
+
+@lru_cache(maxsize=1024)
+def _ranks_text(value: str) -> tuple[int, ...] | None:
+    return tuple(int(x) for x in _INTS.findall(value)[:1 << 16]) or None
 
 
 def message_bytes(args: dict[str, Any]) -> int:

@@ -69,7 +69,7 @@ class RankEvents:
     total: int = 0
 
     @property
-    def min_ts(self) -> float | None:
+    def min_ts(self) -> float | None:  # columns hold only finite floats by now
         lows = [min(c.ts) for c in (self.kernels, self.copies, self.cpu_ops) if len(c)]
         return min(lows) if lows else None
 
@@ -90,10 +90,134 @@ def _number(value: Any) -> float:
     return math.nan
 
 
+class _Names:
+    """Clean display names and the NCCL test, computed once per distinct raw name."""
+
+    def __init__(self) -> None:
+        self.cache: dict[Any, tuple[str, bool]] = {}
+
+    def get(self, raw: Any) -> tuple[str, bool]:
+        try:
+            hit = self.cache.get(raw)
+        except TypeError:  # unhashable (a list or object as a name)
+            hit = None
+            raw = str(raw)
+        if hit is None:
+            name = clean_name(raw)
+            hit = self.cache[raw] = (name, is_comm_kernel(name))
+        return hit
+
+
+def _place(a: Any, b: Any) -> tuple[Any, Any]:
+    """A hashable (device, stream) or (pid, tid) key: ints and strings as they are."""
+    return (a if type(a) is int or type(a) is str else _key(a), b if type(b) is int or type(b) is str else _key(b))
+
+
 def extract(events: list[Any], *, include_python: bool = False) -> RankEvents:
-    """One pass over a rank's events."""
+    """One pass over a rank's events (dicts, or the typed events of the fast parser)."""
+    from explorer.interop.kineto_schema import Event
+
+    if events and type(events[0]) is Event:
+        return _extract_typed(events, include_python)
+    return _extract_dicts(events, include_python)
+
+
+def _extract_typed(events: list[Any], include_python: bool) -> RankEvents:
+    """The fast path over msgspec `Event`s: bucket by category in one tight loop, then
+    build each bucket's columns with comprehensions and numpy. Anything unexpected
+    (a list as a category or name, a string timestamp) sends the file down the
+    per-event tolerant path instead."""
+    try:
+        return _extract_columns(events, include_python)
+    except (TypeError, ValueError, AttributeError):
+        from explorer.interop.kineto_schema import as_dicts
+
+        return _extract_dicts(as_dicts(events), include_python)
+
+
+_NO_ARGS = (None, None, None, None)
+
+
+def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
+    """Column by column. Events of a big file lie all over memory, so each one is
+    visited once (one tuple of its fields) and everything after works on those."""
+    from explorer.interop.kineto_schema import args_dict
+
+    out = RankEvents(total=len(events))
+    wanted = GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT})
+    # TypeError (an unhashable category) -> tolerant path
+    rows = [(ev.cat, ev.ph, ev.ts, ev.dur, ev.name, ev.pid, ev.tid, ev.args)
+            for ev in events if ev.cat in wanted or ev.ph == "M"]
+    if not rows:
+        return out
+    cat_c, ph_c, ts_c, dur_c, name_c, pid_c, tid_c, args_c = zip(*rows)
+    del rows
+    ph = np.empty(len(ph_c), dtype=object)
+    ph[:] = ph_c
+    for i in np.flatnonzero(ph == "M").tolist():
+        a = args_c[i]
+        if a is not None and a.name is not None:
+            _metadata(out, {"name": name_c[i], "pid": pid_c[i], "tid": tid_c[i], "args": {"name": a.name}})
+    is_x = ph == "X"
+    cat = np.empty(len(cat_c), dtype=object)
+    cat[:] = cat_c
+    names = _Names()
+    skipped = 0
+    for kind in set(cat_c) & wanted:
+        idx = np.flatnonzero(is_x & (cat == kind)).tolist()
+        if not idx:
+            continue
+        target = out.kernels if kind in GPU_KERNEL_CATS else out.copies if kind in GPU_COPY_CATS else out.cpu_ops
+        ts = np.array([ts_c[i] for i in idx], dtype=np.float64)  # ValueError/TypeError -> tolerant path
+        dur = np.array([0.0 if dur_c[i] is None else dur_c[i] for i in idx], dtype=np.float64)
+        if ts.ndim != 1 or dur.ndim != 1:  # lists as times
+            raise ValueError("times are not numbers")
+        ok = (dur >= 0) & (dur < MAX_DUR_US) & (ts > -MAX_TS_US) & (ts < MAX_TS_US)
+        if not ok.all():
+            skipped += int((~ok).sum())
+            keep = np.flatnonzero(ok)
+            idx = [idx[k] for k in keep.tolist()]
+            ts, dur = ts[keep], dur[keep]
+            if not idx:
+                continue
+        args = [args_c[i] for i in idx]
+        # each args struct visited once: (External id, device, stream, Collective name)
+        fields = [_NO_ARGS if a is None else (a.external_id, a.device, a.stream, a.collective_name) for a in args]
+        ext, device, stream, coll = zip(*fields)
+        raw_names = [name_c[i] for i in idx]
+        table = {n: names.get(n) for n in set(raw_names)}  # TypeError (unhashable) -> tolerant path
+        resolved = [table[n] for n in raw_names]
+        if target is out.cpu_ops:
+            where = [(pid_c[i], tid_c[i]) for i in idx]
+        else:
+            where = [(pid_c[i] if d is None else d, tid_c[i] if st is None else st) for i, d, st in zip(idx, device, stream)]
+        norm = {w: _place(*w) for w in set(where)}  # TypeError (unhashable id) -> tolerant path
+        if target is out.kernels:
+            keep_args = [args_dict(a) if r[1] and a is not None else None for a, r in zip(args, resolved)]
+        elif target is out.copies:
+            keep_args = [None if a is None else args_dict(a) for a in args]
+        else:
+            keep_args = [args_dict(a) if a is not None and (c is not None or r[0] == "record_param_comms") else None
+                         for a, c, r in zip(args, coll, resolved)]
+            for a in keep_args:
+                if a is not None and a.get("External id") is not None:
+                    out.comm_args[_key(a["External id"])] = a
+        target.ts.extend(ts.tolist())
+        target.dur.extend(dur.tolist())
+        target.name.extend([r[0] for r in resolved])
+        target.where.extend([norm[w] for w in where])
+        target.ext.extend(ext)
+        target.args.extend(keep_args)
+        target.cat.extend([kind] * len(idx))
+    out.skipped = skipped
+    return out
+
+
+def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
+    """The tolerant path, for files the fast parser refused: plain JSON values."""
     out = RankEvents(total=len(events))
     kernels, copies, ops = out.kernels, out.copies, out.cpu_ops
+    names = _Names()
     skipped = 0
     for ev in events:
         if type(ev) is not dict:
@@ -119,20 +243,16 @@ def extract(events: list[Any], *, include_python: bool = False) -> RankEvents:
         args = ev.get("args")
         if type(args) is not dict:
             args = {}
-        if cat in GPU_KERNEL_CATS:
-            target = kernels
-            where = (_key(args.get("device", ev.get("pid"))), _key(args.get("stream", ev.get("tid"))))
-            name = clean_name(ev.get("name"))
-            keep_args = args if is_comm_kernel(name) else None
-        elif cat in GPU_COPY_CATS:
-            target = copies
-            where = (_key(args.get("device", ev.get("pid"))), _key(args.get("stream", ev.get("tid"))))
-            name = clean_name(ev.get("name"))
-            keep_args = args
+        if cat in GPU_KERNEL_CATS or cat in GPU_COPY_CATS:
+            is_kernel = cat in GPU_KERNEL_CATS
+            target = kernels if is_kernel else copies
+            where = _place(args.get("device", ev.get("pid")), args.get("stream", ev.get("tid")))
+            name, comm = names.get(ev.get("name"))
+            keep_args = args if comm or not is_kernel else None
         elif cat in CPU_OP_CATS:
             target = ops
-            where = (_key(ev.get("pid")), _key(ev.get("tid")))
-            name = clean_name(ev.get("name"))
+            where = _place(ev.get("pid"), ev.get("tid"))
+            name, _ = names.get(ev.get("name"))
             keep_args = None
             if name == "record_param_comms" or "Collective name" in args:
                 keep_args = args

@@ -13,8 +13,13 @@ Mapping (docs/interop.md has the full table):
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import os
 import re
+import threading
+from bisect import bisect_right
+from concurrent.futures.process import BrokenProcessPool
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,8 +81,16 @@ def _assign_ranks(files: list[KinetoFile]) -> list[int]:
     return [int(r) for r in ranks]  # type: ignore[arg-type]
 
 
-def _sort_key(value: str) -> tuple[int, Any]:
-    return (0, int(value)) if value.lstrip("-").isdigit() else (1, value)
+def _norm(value: Any) -> int | str:
+    """A device or stream id: an int when it is one (also when written as a string)."""
+    if type(value) is int:
+        return value
+    text = str(value).strip()
+    return int(text) if text.lstrip("-").isdigit() and len(text) < 18 else text
+
+
+def _sort_key(value: int | str) -> tuple[int, int, str]:
+    return (0, value, "") if type(value) is int else (1, 0, str(value))
 
 
 def _copy_ends(name: str) -> tuple[str, str]:
@@ -90,6 +103,99 @@ def _copy_ends(name: str) -> tuple[str, str]:
         if tag in low:
             return ends
     return "hbm", "hbm"
+
+
+def nesting_parents(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """Parent index (-1 for none) of each interval, for intervals sorted by (thread, start, -end)
+    that nest properly within each thread (profiler scopes do); None when they do not.
+
+    Vectorised: an interval's depth is its position in its thread minus the intervals of
+    the thread that ended by its start; its parent is the last earlier interval of the
+    thread one level up. The result is checked (every parent contains its child); a
+    trace whose clock rounding breaks the nesting goes to the loop instead.
+    """
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    point = end <= start
+    if point.any():  # zero-length scopes: nest the others, then hang each point in the innermost scope open at it
+        body = np.flatnonzero(~point)
+        inner = nesting_parents(thread[body], start[body], end[body])
+        if inner is None:
+            return None
+        parent = np.full(n, -1, dtype=np.int64)
+        parent[body] = np.where(inner >= 0, body[np.maximum(inner, 0)], -1)
+        pts = np.flatnonzero(point)
+        if len(body):
+            bt, bs, be = thread[body], start[body], end[body]
+            # the last body scope of the same thread starting at or before the point
+            cand = np.full(len(pts), -1, dtype=np.int64)
+            for t in np.unique(thread[pts]).tolist():
+                rows = np.flatnonzero(bt == t)
+                at = np.flatnonzero(thread[pts] == t)
+                k = np.searchsorted(bs[rows], start[pts[at]], side="right") - 1
+                cand[at] = np.where(k >= 0, rows[np.maximum(k, 0)], -1)
+            # walk up while the candidate closed before the point
+            for _ in range(n + 1):
+                bad = (cand >= 0) & (be[np.maximum(cand, 0)] < start[pts])
+                if not bad.any():
+                    break
+                up = inner[cand[bad]]
+                cand[bad] = up
+            parent[pts] = np.where(cand >= 0, body[np.maximum(cand, 0)], -1)
+        return parent
+    lo, hi = int(start.min()), int(end.max())
+    span = hi - lo + 1
+    n_threads = int(thread.max()) + 1
+    if span * (n_threads + 1) >= 1 << 62:
+        return None  # the thread-major key would overflow
+    key_start = thread * span + (start - lo)
+    key_end = np.sort(thread * span + (end - lo))
+    pos = np.arange(n, dtype=np.int64)
+    first = np.searchsorted(thread, thread, side="left")  # sorted by thread: index of its first row
+    ended = np.searchsorted(key_end, key_start, side="right") - np.searchsorted(key_end, thread * span, side="left")
+    depth = (pos - first) - ended
+    if (depth < 0).any():
+        return None
+    levels = int(depth.max()) + 2
+    code = (thread * levels + depth) * n + pos
+    order = np.argsort(code, kind="stable")
+    codes = code[order]
+    want = (thread * levels + (depth - 1)) * n + pos
+    cand = np.searchsorted(codes, want, side="left") - 1
+    parent = np.full(n, -1, dtype=np.int64)
+    has = depth > 0
+    c = order[np.maximum(cand, 0)]
+    ok = has & (cand >= 0) & (thread[c] == thread) & (depth[c] == depth - 1)
+    if (has & ~ok).any():
+        return None
+    parent[ok] = c[ok]
+    p = parent[has]
+    if not ((start[p] <= start[has]) & (end[p] >= end[has])).all():
+        return None
+    return parent
+
+
+def _nesting_parents_loop(thread: list[int], start: list[int], end: list[int]) -> np.ndarray:
+    """The same with a stack, tolerating improper nesting (an overlapping scope becomes a sibling)."""
+    parent = np.full(len(start), -1, dtype=np.int64)
+    stack: list[int] = []
+    ends: list[int] = []
+    current = -1
+    for j, (th, s, e) in enumerate(zip(thread, start, end)):
+        if th != current:
+            current, stack, ends = th, [], []
+        while ends and ends[-1] <= s and not (ends[-1] == s == e):
+            stack.pop()
+            ends.pop()
+        while ends and ends[-1] < e:
+            stack.pop()
+            ends.pop()
+        if stack:
+            parent[j] = stack[-1]
+        stack.append(j)
+        ends.append(e)
+    return parent
 
 
 class _Builder:
@@ -122,6 +228,9 @@ class _Builder:
 
     # -- one rank ----------------------------------------------------------------
     def add_rank(self, rank: int, ev: RankEvents) -> None:
+        for cols in (ev.kernels, ev.copies):  # normalise (device, stream) keys once per distinct key
+            norm = {w: (_norm(w[0]), _norm(w[1])) for w in set(cols.where)}
+            cols.where = [norm[w] for w in cols.where]
         devices = sorted({w[0] for w in ev.kernels.where} | {w[0] for w in ev.copies.where}, key=_sort_key)
         self.devices[rank] = devices
         core_of = {d: i for i, d in enumerate(devices)}
@@ -157,7 +266,8 @@ class _Builder:
             "core": core[order], "op_id": op[order], "name": names, "start_ns": start[order],
             "dur_ns": dur[order], "flops": 0, "model_flops": 0, "hbm_read_bytes": 0, "hbm_write_bytes": 0, "dtype": "",
         })
-        comm = [j for j, i in enumerate(order) if is_comm_kernel(names[j])]
+        comm_names = {n for n in set(names) if is_comm_kernel(n)}
+        comm = [j for j, n in enumerate(names) if n in comm_names]
         for j in comm:
             i = order[j]
             args = k.args[i] or {}
@@ -190,42 +300,44 @@ class _Builder:
             return {}
         start = to_ns(o.ts, self.t0)
         end = start + dur_ns(o.dur)
-        thread_code: dict[tuple[str, str], int] = {}
+        thread_code: dict[Any, int] = {}
         thread = np.array([thread_code.setdefault(w, len(thread_code)) for w in o.where], dtype=np.int64)
-        is_step = np.array([_STEP.match(n) is not None for n in o.name], dtype=bool)
+        step_names = {n for n in set(o.name) if _STEP.match(n)}
+        is_step = np.array([n in step_names for n in o.name], dtype=bool)
         # steps first (they parent everything in their time range), then every thread by time
         steps = np.flatnonzero(is_step)
         steps = steps[np.argsort(start[steps], kind="stable")]
-        step_ids = np.array(
-            [self._add_op(0, "layer", f"rank {rank} {o.name[i]}", "profiler_step", int(start[i]), int(end[i] - start[i]))
-             for i in steps], dtype=np.int64)
+        step_ids = [self._add_op(0, "layer", f"rank {rank} {o.name[i]}", "profiler_step", int(start[i]), int(end[i] - start[i]))
+                    for i in steps.tolist()]
         step_start, step_end = start[steps], end[steps]
-        ext_to_op: dict[str, int] = {}
         rest = np.flatnonzero(~is_step)
         order = rest[np.lexsort((-end[rest], start[rest], thread[rest]))]
-        stack: list[tuple[int, int]] = []  # (end, op_id) of the open ops of the current thread
-        current = -1
-        for i in order.tolist():
-            if thread[i] != current:
-                current, stack = thread[i], []
-            s, e = int(start[i]), int(end[i])
-            while stack and stack[-1][0] <= s and not (stack[-1][0] == s == e):
-                stack.pop()
-            while stack and stack[-1][0] < e:  # not properly nested (clock rounding): treat as sibling
-                stack.pop()
-            if stack:
-                parent = stack[-1][1]
-            else:
-                j = int(np.searchsorted(step_start, s, side="right")) - 1
-                parent = int(step_ids[j]) if j >= 0 and step_end[j] >= e else 0
-            kind = o.cat[i] or "cpu_op"
-            if o.args[i] is not None:
-                kind = KC.collective_kind(str(o.args[i].get("Collective name", "")))
-            oid = self._add_op(parent, "op", o.name[i], kind, s, e - s)
-            stack.append((e, oid))
-            if o.ext[i] is not None:
-                ext_to_op[str(o.ext[i])] = oid
-        return ext_to_op
+        base = len(self.ops["op_id"])
+        th, st, en = thread[order], start[order], end[order]
+        local = nesting_parents(th, st, en)
+        if local is None:
+            local = _nesting_parents_loop(th.tolist(), st.tolist(), en.tolist())
+        top = local < 0
+        parent = np.where(top, 0, base + local)
+        if top.any() and len(step_start):
+            k = np.searchsorted(np.asarray(step_start), st[top], side="right") - 1
+            kc = np.maximum(k, 0)
+            inside = (k >= 0) & (np.asarray(step_end)[kc] >= en[top])
+            parent[top] = np.where(inside, np.asarray(step_ids, dtype=np.int64)[kc], 0)
+        parent = parent.tolist()
+        idx = order.tolist()
+        kinds = [o.cat[i] or "cpu_op" if o.args[i] is None else KC.collective_kind(str(o.args[i].get("Collective name", "")))
+                 for i in idx]
+        n = len(idx)
+        self.ops["op_id"].extend(range(base, base + n))
+        self.ops["parent_id"].extend(parent)
+        self.ops["level"].extend(["op"] * n)
+        self.ops["name"].extend([o.name[i] for i in idx])
+        self.ops["kind"].extend(kinds)
+        self.ops["start_ns"].extend(start[order].tolist())
+        self.ops["dur_ns"].extend((end[order] - start[order]).tolist())
+        ext = [o.ext[i] for i in idx]
+        return {str(x): base + j for j, x in enumerate(ext) if x is not None}
 
     def _span(self, kernels: dict[str, Any], dma: dict[str, Any]) -> tuple[int, int]:
         """First start and last end over everything imported (the root op's extent)."""
@@ -306,19 +418,65 @@ def import_kineto(
     include_python: bool = False,
     overwrite: bool = False,
     progress: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> ImportReport:
-    """Import Kineto trace files (one per rank) into the trace directory `out`."""
+    """Import Kineto trace files (one per rank) into the trace directory `out`.
+
+    `workers` > 1 reads rank files in that many processes when the caller is single
+    threaded (the CLI passes the core count); otherwise files are read one by one.
+    """
     if not paths:
         raise UserError("name at least one Kineto trace file to import.")
-    files = []
-    for p in paths:
-        if progress:
-            progress(f"reading {p}")
-        files.append(load_kineto(p))
+    # Parsing allocates millions of objects that all live until the end: the cyclic
+    # collector would re-walk them over and over (a third of the run) for nothing.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _import(paths, out, include_python, overwrite, progress, workers)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read_rank(path: str | os.PathLike[str], include_python: bool) -> tuple[KinetoFile, RankEvents]:
+    """Parse one file and sort its events into columns (the parsed JSON is dropped)."""
+    f = load_kineto(path)
+    ev = extract(f.events, include_python=include_python)
+    f.events = []
+    return f, ev
+
+
+def _can_fork(n_files: int, workers: int) -> bool:
+    """Parallel reading forks: only from a single-threaded process (the CLI), never under a GUI."""
+    return (n_files > 1 and workers > 1 and (os.cpu_count() or 1) > 1
+            and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods())
+
+
+def _read_parallel(paths: Sequence[str | os.PathLike[str]], include_python: bool,
+                   workers: int) -> list[tuple[KinetoFile, RankEvents]] | None:
+    """Read rank files in worker processes (each parse is independent and CPU bound)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    n = min(workers, len(paths), os.cpu_count() or 1)
+    try:
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_read_rank, paths, [include_python] * len(paths)))
+    except (OSError, BrokenProcessPool):  # no processes to be had: read them here instead
+        return None
+
+
+def _import(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], include_python: bool,
+            overwrite: bool, progress: Callable[[str], None] | None, workers: int) -> ImportReport:
+    read = _read_parallel(paths, include_python, workers) if _can_fork(len(paths), workers) else None
+    if read is None:
+        read = []
+        for p in paths:
+            if progress:
+                progress(f"reading {p}")
+            read.append(_read_rank(p, include_python))
+    files = [f for f, _ in read]
+    extracted = [e for _, e in read]
     ranks = _assign_ranks(files)
-    extracted = [extract(f.events, include_python=include_python) for f in files]
-    for f in files:
-        f.events = []  # the columns hold what we need; let the parsed JSON go
     lows = [e.min_ts for e in extracted if e.min_ts is not None]
     if not lows:
         where = f"{files[0].path} holds" if len(files) == 1 else f"none of the {len(files)} files holds"

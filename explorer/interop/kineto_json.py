@@ -1,6 +1,8 @@
 """Read a PyTorch-profiler (Kineto) trace file, whatever state it is in.
 
-The fast path is one `orjson.loads` over the (possibly gzipped) bytes. Real files
+The fast path decodes the (possibly gzipped) bytes with msgspec straight into typed
+events that hold only the fields the importer reads (kineto_schema); a file it
+refuses goes to `orjson`, then further down. Real files
 are often not quite JSON: a profiler killed mid-write leaves a truncated file, some
 writers leave trailing commas, names carry raw control characters, NaN sneaks in.
 Those fall through to a tolerant path (Python's decoder with `strict=False`, then
@@ -22,6 +24,7 @@ from typing import Any
 import orjson
 
 from simcore.errors import UserError
+from explorer.interop.kineto_schema import decode
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_BYTES = 1 << 34  # 16 GiB of JSON: beyond that we refuse rather than exhaust memory
@@ -79,6 +82,9 @@ def load_kineto(path: str | os.PathLike[str]) -> KinetoFile:
         data = data.decode("utf-16", errors="replace").encode("utf-8", errors="replace")
     if not data.strip():
         raise UserError(f"{p} is empty.")
+    fast = decode(data)
+    if fast is not None:
+        return KinetoFile(p, fast[0], fast[1], note)
     try:
         doc = orjson.loads(data)
         return _from_document(p, doc, note)
