@@ -18,6 +18,7 @@ import multiprocessing
 import os
 import re
 import threading
+import warnings
 from bisect import bisect_right
 from concurrent.futures.process import BrokenProcessPool
 from collections.abc import Callable, Sequence
@@ -132,6 +133,8 @@ def nesting_parents(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> n
             cand = np.full(len(pts), -1, dtype=np.int64)
             for t in np.unique(thread[pts]).tolist():
                 rows = np.flatnonzero(bt == t)
+                if not len(rows):
+                    continue
                 at = np.flatnonzero(thread[pts] == t)
                 k = np.searchsorted(bs[rows], start[pts[at]], side="right") - 1
                 cand[at] = np.where(k >= 0, rows[np.maximum(k, 0)], -1)
@@ -459,8 +462,12 @@ def _read_parallel(paths: Sequence[str | os.PathLike[str]], include_python: bool
 
     n = min(workers, len(paths), os.cpu_count() or 1)
     try:
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_read_rank, paths, [include_python] * len(paths)))
+        with warnings.catch_warnings():
+            # numpy's and Arrow's idle thread pools make Python warn about fork; the
+            # children only parse JSON and never touch those pools or their locks.
+            warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+                return list(pool.map(_read_rank, paths, [include_python] * len(paths)))
     except (OSError, BrokenProcessPool):  # no processes to be had: read them here instead
         return None
 

@@ -165,3 +165,12 @@ def test_existing_output_needs_overwrite(two_ranks: Path, tmp_path: Path) -> Non
         import_kineto(paths, two_ranks)
     import_kineto(paths, two_ranks, overwrite=True)
     open_trace(two_ranks)
+
+
+def test_parallel_reading_gives_the_same_trace(tmp_path: Path) -> None:
+    paths = write_ranks(tmp_path)
+    import_kineto(paths, tmp_path / "seq.trnx")
+    import_kineto(paths, tmp_path / "par.trnx", workers=2)
+    a, b = open_trace(tmp_path / "seq.trnx"), open_trace(tmp_path / "par.trnx")
+    for name in ("tracks", "kernels", "instructions", "dma", "collectives", "ops"):
+        assert a.to_pandas(name).equals(b.to_pandas(name)), name
