@@ -60,9 +60,9 @@ def event_details(index: TraceIndex, ref: EventRef) -> EventDetails:
     f = d.fields
     f.append(("name", d.title))
     f.append(("track", t.name if t.core < 0 else f"{t.name} \u2014 chip {t.chip}, core {t.core}"))
-    f.append(("start", format_ns(start - index.span[0])))
+    f.append(("start", format_ns(start - index.span[0], digits=8)))
     f.append(("duration", format_ns(end - start)))
-    f.append(("end", format_ns(end - index.span[0])))
+    f.append(("end", format_ns(end - index.span[0], digits=8)))
     v = ev.value
     if ref.table in ("instructions", "dma"):
         f.insert(1, ("id", str(v("id", row))))

@@ -1,8 +1,8 @@
-"""Find instructions, DMA transfers, kernels, ops and collectives by name, and step through hits.
+"""Find instructions, DMA transfers, kernels and collectives by name, and step through hits.
 
 A query matches, case-insensitively as a substring, the name an event is shown
-with (opcode, `DMA hbm->sbuf`, kernel name, collective kind) and the kernel, op and
-layer it belongs to; `#1234` finds the event with that id. Matching works on
+with (opcode, `DMA hbm->sbuf`, kernel name, collective kind); kernels also match
+by their op's and layer's names; `#1234` finds the event with that id. Matching works on
 dictionary codes (one comparison per distinct name, then one vectorised pass), and
 hits stay per-lane index arrays sorted by time, so stepping is a `searchsorted` per
 lane: millions of hits cost no Python loop.
@@ -75,6 +75,42 @@ def _name_matches(vocab: list[str], needle: str) -> np.ndarray:
     return np.array([needle in v.lower() for v in vocab], dtype=bool)
 
 
+def _or(masks: dict[str, np.ndarray], table: str, m: np.ndarray) -> None:
+    masks[table] = m if table not in masks else (masks[table] | m)
+
+
+def _match_masks(index: TraceIndex, needle: str) -> dict[str, np.ndarray]:
+    """Per interval table, a boolean per sorted position: does the event match?
+
+    Names are matched once per distinct name and the per-event pass is one gather
+    of the opcode colouring already on screen. Kernel, op and layer names find
+    kernels (and op/layer names the collectives their op issued), not every
+    instruction inside them: stepping goes kernel by kernel.
+    """
+    masks: dict[str, np.ndarray] = {}
+    shown = index.colours("opcode")
+    match = _name_matches(shown.names, needle)
+    if match.any():
+        for tname, codes in shown.codes.items():
+            _or(masks, tname, match[codes])
+    h = index.hierarchy
+    if h is None:
+        return masks
+    kernel_hit = np.zeros(len(h.kernel_rows), dtype=bool)  # per kernels-table row
+    for mode in ("kernel", "op", "layer"):
+        names = h.names[mode]
+        kernel_hit |= np.array([needle in str(v).lower() for v in names], dtype=bool) if len(names) else kernel_hit
+    if kernel_hit.any():  # kernels by their own, their op's or their layer's name
+        ev = index.tables["kernels"]
+        _or(masks, "kernels", kernel_hit if ev.order is None else kernel_hit[ev.order])
+    op_hit = np.array([needle in str(a).lower() or needle in str(b).lower() for a, b in zip(h.op_names, h.op_layer)], dtype=bool)
+    ev = index.tables["collectives"]
+    if op_hit.any() and ev.n:
+        rows = h.op_row(ev.sorted_column("op_id"))
+        _or(masks, "collectives", np.where(rows >= 0, op_hit[np.maximum(rows, 0)], False))
+    return masks
+
+
 def search(index: TraceIndex, query: str) -> SearchHits:
     """Every event whose name (or kernel/op/layer) contains `query`, or `#id`."""
     q = query.strip()
@@ -89,17 +125,7 @@ def search(index: TraceIndex, query: str) -> SearchHits:
             i = lanes.index(lane)
             hits[i] = np.array([k], dtype=np.int64)
     else:
-        needle = q.lower()
-        # per table: a boolean per sorted position, from matching names per mode
-        masks: dict[str, np.ndarray] = {}
-        for mode in ("opcode", "kernel", "op", "layer"):
-            cc = index.colours(mode)
-            match = _name_matches(cc.names, needle)
-            if not match.any():
-                continue
-            for tname, codes in cc.codes.items():
-                m = match[codes]
-                masks[tname] = m if tname not in masks else (masks[tname] | m)
+        masks = _match_masks(index, q.lower())
         for i, lane in enumerate(lanes):
             m = masks.get(lane.events.name)
             if m is not None:

@@ -33,7 +33,7 @@ def nice_step(raw: float) -> float:
 def tick_label(t_rel: float, step: float) -> str:
     """A tick's time from trace start in the unit its step calls for."""
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0)):
-        if step >= scale or unit == "ns":
+        if step * 10 >= scale or unit == "ns":  # 0.5 ms rather than 500 us
             decimals = max(0, -math.floor(math.log10(step / scale) + 1e-9))
             return f"{t_rel / scale:.{decimals}f} {unit}"
     return ""

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import (
 from explorer.model.utilisation import Utilisation
 from explorer.ui.palette import BASE
 
-N_BINS = 240
+N_BINS = 120
 
 
 class QtUtilisation(QWidget):
@@ -36,7 +36,7 @@ class QtUtilisation(QWidget):
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
-        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="8pt")
+        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="8pt", brush=pg.mkBrush(27, 29, 35, 200))
         self.table = QTableWidget(0, 2)
         self.table.setObjectName("utilisation-table")
         self.table.setHorizontalHeaderLabels(["engine", "active in view"])

@@ -86,8 +86,9 @@ def test_search_and_stepping_in_time_order(index):
     assert rank2 == 1 and index.interval(ref2) == (1000, 1800)
     prev, prank = hits.step((0, 0), -1)  # before the first: wraps to the last
     assert prank == 98 and index.interval(prev) == (99_000, 99_800)
-    kern = search(index, "softmax")  # kernel name, op name: the kernel and everything in it
-    assert kern.count == 50 + 500 + 5 + 1
+    kern = search(index, "softmax")  # kernel name (and op name): the kernel, not what runs inside it
+    assert kern.count == 1 and kern.step(None)[0] == EventRef("kernels", 1)
+    assert search(index, "layer 0").count == 1  # kernels by layer
     by_id = search(index, f"#{DMA_ID0 + 2}")
     assert by_id.count == 1 and by_id.step(None)[0] == EventRef("dma", 2)
     assert search(index, "no-such-opcode").count == 0
