@@ -140,6 +140,9 @@ def write_synthetic_trace(path: Path, n_instructions: int = 10_000_000, *, chips
             kstart[c, :, sl], kdur[c, :, sl] = s, d
             arrive[c] = (s[:, -1] + d[:, -1]).max() + gap
         start = arrive.max()
+        if chips == 1:  # nothing to all-reduce with
+            chip_time[0] = start
+            continue
         # the all-reduce takes ~10% of a layer: its size follows the layer's compute
         xfer = 0.10 * length[sl].sum() + 8000.0
         msg = int((xfer - 8000.0) * 180.0 / (2 * (chips - 1) / chips))  # ~180 GB/s algorithm bandwidth
@@ -299,7 +302,7 @@ def write_synthetic_trace(path: Path, n_instructions: int = 10_000_000, *, chips
         for part in dma_parts:
             w.write("dma", part)
         w.write("kernels", {k: (np.concatenate(v) if k not in ("name", "dtype") else sum(v, [])) for k, v in kernel_rows.items()})
-        cr = np.array(coll_rows, dtype=np.int64)
+        cr = np.array(coll_rows, dtype=np.int64).reshape(-1, 8)
         order = np.lexsort((cr[:, 4], cr[:, 1]))
         cr = cr[order]
         xfer_ns = (cr[:, 6] - cr[:, 5]).astype(np.float64)

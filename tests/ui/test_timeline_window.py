@@ -310,3 +310,35 @@ def test_file_open_drag_and_drop_and_recent_files(qtbot, trace_path, monkeypatch
     recent[0].trigger()
     qtbot.waitUntil(lambda: w.loaded is not None, timeout=20_000)
     assert w.loaded.path == trace_path.resolve()
+
+
+def test_loading_runs_in_a_worker_thread_with_progress_and_cancel(qtbot, tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from synth_trace import write_synthetic_trace
+
+    from explorer.ui import open_window
+
+    big = write_synthetic_trace(tmp_path / "synthetic.trnx", 300_000, chips=1, cores=2)
+    w = open_window()
+    qtbot.addWidget(w)
+    progress = []
+    w.open_path(big)
+    assert w.loader.isRunning()  # the GUI thread is free while the trace loads
+    assert w.progress.isVisible() and w.cancel_button.isVisible()
+    w.loader.progressed.connect(lambda f, m: progress.append(f))
+    QTest.mouseClick(w.cancel_button, Qt.LeftButton)
+    assert not w.progress.isVisible() and w.loader is None
+    qtbot.wait(300)
+    assert w.loaded is None  # cancelled: nothing shown
+    w.open_path(big)
+    w.loader.progressed.connect(lambda f, m: progress.append(f))
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=30_000)
+    assert progress and progress == sorted(progress)
+    assert not w.progress.isVisible()
+    canvas = w.timeline.canvas
+    canvas.setFocus()
+    QTest.keyClick(canvas, Qt.Key_W)  # keys typed on the rows reach the timeline
+    assert w.timeline.viewport.width == pytest.approx(0.8 * (w.timeline.viewport.hi - w.timeline.viewport.lo))
