@@ -56,7 +56,9 @@ def simulate(res: Resolved, writer: TraceWriter | None, progress: Progress | Non
         programs = [lower_kernel(hw, spec) for spec, _ in order]
         weights = [len(cores) for _, cores in order]
         rep = [cores[0] for _, cores in order]
-        timed, (b_out, l_out) = schedule_window(hw, programs, weights, t, (busy[rep], last[rep]))
+        timed, (b_out, l_out), served = schedule_window(hw, programs, weights, t, (busy[rep], last[rep]))
+        if served is not None:
+            tables.add_hbm(served)
         end = t
         for g, (spec, cores) in enumerate(order):
             busy[cores] = b_out[g]

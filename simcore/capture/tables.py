@@ -36,27 +36,22 @@ class _Names:
         return c
 
 
-def binned_bandwidth(start: np.ndarray, end: np.ndarray, nbytes: np.ndarray, t_end: int) -> tuple[np.ndarray, np.ndarray]:
-    """Average GB/s per time bin of transfers moving `nbytes` evenly over [start, end)."""
+def binned_bandwidth(served: list, t_end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Average read and write GB/s per time bin from the bytes each window's slices served."""
     width = max(1000, int(np.ceil(max(t_end, 1) / MAX_HBM_BINS)))
-    edges = np.arange(0, t_end + width, width, dtype=np.float64)
-    if len(start) == 0:
-        return edges[:-1].astype(np.int64), np.zeros(len(edges) - 1)
-    s = start.astype(np.float64)
-    e = np.maximum(end.astype(np.float64), s + 1.0)
-    r = nbytes.astype(np.float64) / (e - s)
-
-    def ramp(x: np.ndarray) -> np.ndarray:  # sum_i r_i * max(0, t - x_i) at every edge t
-        order = np.argsort(x)
-        xs, rs = x[order], r[order]
-        cr = np.concatenate([[0.0], np.cumsum(rs)])
-        crx = np.concatenate([[0.0], np.cumsum(rs * xs)])
-        k = np.searchsorted(xs, edges, side="right")
-        return edges * cr[k] - crx[k]
-
-    moved = ramp(s) - ramp(e)
-    per_bin = np.diff(moved)
-    return edges[:-1].astype(np.int64), per_bin / width
+    nb = int(t_end // width) + 1
+    rd = np.zeros(nb)
+    wr = np.zeros(nb)
+    for s in served:  # a slice straddling a bin edge splits its bytes in proportion
+        a = s.t0 + np.arange(len(s.read)) * s.slice_ns
+        i0 = np.minimum((a // width).astype(np.int64), nb - 1)
+        edge = (i0 + 1) * width
+        f0 = np.clip((edge - a) / s.slice_ns, 0.0, 1.0)
+        i1 = np.minimum(i0 + 1, nb - 1)
+        for arr, v in ((rd, s.read), (wr, s.write)):
+            np.add.at(arr, i0, v * f0)
+            np.add.at(arr, i1, v * (1.0 - f0))
+    return np.arange(nb, dtype=np.int64) * width, rd / width, wr / width
 
 
 class TraceTables:
@@ -98,7 +93,7 @@ class TraceTables:
         self.instr: dict[int, list[dict[str, np.ndarray]]] = {c: [] for c in self.detail}
         self.dma: dict[int, list[dict[str, np.ndarray]]] = {c: [] for c in self.detail}
         self.flows: list[tuple[np.ndarray, np.ndarray]] = []
-        self.hbm: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.hbm: list = []
         self.samples: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         # op hierarchy: model root 0, layers and ops created as they first run
         self.op_rows: dict[int, list] = {0: [0, -1, "model", wl.display, "model", None, None]}
@@ -131,6 +126,9 @@ class TraceTables:
             row[6] = end if row[6] is None else max(row[6], end)
             oid = row[1]
 
+    def add_hbm(self, served) -> None:
+        self.hbm.append(served)
+
     def _sample(self, track: int, t: np.ndarray, v: np.ndarray) -> None:
         self.samples.setdefault(track, []).append((np.asarray(t, np.int64), np.asarray(v, np.float64)))
 
@@ -145,10 +143,6 @@ class TraceTables:
         hr, hw_ = int(p.hbm_read.sum()), int(p.hbm_write.sum())
         name = self.kernel_names.code(spec.name)
         dtype = DTYPES.code(spec.dtype)
-        dma = p.partitions > 0
-        hsel = dma & ((p.hbm_read > 0) | (p.hbm_write > 0))
-        w = len(cores)
-        self.hbm.append((s[hsel], e[hsel], p.hbm_read[hsel] * w, p.hbm_write[hsel] * w))
         pe = np.flatnonzero(p.pe)
         if len(pe):
             val = timed.rate[pe].astype(np.float64) * 100.0
@@ -246,16 +240,9 @@ class TraceTables:
 
     def _write_counters(self, w: TraceWriter) -> None:
         end = self.end_ns
-        if self.hbm:
-            s = np.concatenate([h[0] for h in self.hbm])
-            e = np.concatenate([h[1] for h in self.hbm])
-            rd = np.concatenate([h[2] for h in self.hbm])
-            wr = np.concatenate([h[3] for h in self.hbm])
-        else:
-            s = e = rd = wr = np.zeros(0, np.int64)
-        for track, nbytes in ((self.hbm_read_track, rd), (self.hbm_write_track, wr)):
-            t, v = binned_bandwidth(s, e, nbytes, end)
-            self._sample(track, np.r_[t, end], np.r_[v, 0.0])
+        t, rd, wr = binned_bandwidth(self.hbm, end)
+        self._sample(self.hbm_read_track, np.r_[t, end], np.r_[rd, 0.0])
+        self._sample(self.hbm_write_track, np.r_[t, end], np.r_[wr, 0.0])
         self._sample(self.link_track, [0, end], [0.0, 0.0])
         for track in sorted(self.samples):
             parts = self.samples[track]

@@ -13,6 +13,7 @@ override only what they change, e.g. double the HBM bandwidth:
 from __future__ import annotations
 
 import copy
+import math
 import tomllib
 from functools import cached_property
 from importlib import resources
@@ -24,6 +25,10 @@ from simcore.errors import ConfigError
 MATMUL_DTYPES = ("bf16", "fp16", "fp8", "mxfp8", "mxfp4", "fp32")
 MX_DTYPES = ("mxfp8", "mxfp4")
 
+_TABLES = frozenset({  # required keys whose value is a table by dtype
+    "tensor.macs_per_pe_cycle", "tensor.peak_tflops", "tensor.bf16_flop_weight",
+    "vector.elems_per_cycle", "scalar.elems_per_cycle",
+})
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "": ("name", "chips", "cores_per_chip"),
     "tensor": ("rows", "cols", "clock_ghz", "moving_free_max", "moving_min_cycles", "matmul_overhead_cycles",
@@ -72,6 +77,8 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"hardware preset file {path} is not UTF-8 text.") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"hardware preset file {path} is not valid TOML ({exc}).") from None
     except OSError as exc:
@@ -114,10 +121,16 @@ def _validate(data: dict[str, Any]) -> None:
                 where = f"{section}.{key}" if section else key
                 raise ConfigError(f"hardware preset '{name}' lacks the key '{where}'.")
             value = node[key]
+            where = f"{section}.{key}" if section else key
+            if where == "name":
+                continue
+            if where in _TABLES and not isinstance(value, dict):
+                raise ConfigError(f"hardware preset '{name}': '{where}' must be a table of numbers by dtype.")
             values = value.values() if isinstance(value, dict) else [value]
             for v in values:
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
-                    where = f"{section}.{key}" if section else key
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must be a finite number (got {v!r:.40}).")
+                if v < 0:
                     raise ConfigError(f"hardware preset '{name}': '{where}' must not be negative (got {v}).")
     for key in ("chips", "cores_per_chip"):
         if not isinstance(data[key], int) or data[key] < 1:

@@ -239,9 +239,17 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     ni = B_nb[mm_blk] * nbt + mm_nl
     bank_dep = np.full(NMM, -1, np.int64)
     opens = (ls_kl[mm_ls] == 0) & ((B_kb[mm_blk] == 0) | (not psum_res))
-    first = np.flatnonzero(opens & (E[mm_grp] >= 2))
-    if len(first):
+    if psum_res:  # the bank set alternates between (n, m) block pairs: reuse the pair two back's banks
+        pair = B_nb[mm_blk] * m_blocks + B_mb[mm_blk]
+        first = np.flatnonzero(opens & (pair >= 2))
+        p2 = pair[first] - 2
+        a_m = g_am[mm_grp[first]]
+        ok = a_m < nm[pair_first[np.maximum(p2, 0)]]
+        first, e2 = first[ok], cum_pair[p2[ok]] + a_m[ok]
+    else:  # each group's banks alternate with the group before it
+        first = np.flatnonzero(opens & (mm_grp >= 2))
         e2 = E[mm_grp[first]] - 2
+    if len(first):
         ok = mm_nl[first] < nn[g_blk[eg[e2]]]
         bank_dep[first[ok]] = evid + ev_start_of_eg[e2[ok]] + mm_nl[first[ok]]
     ms, ks, ns_ = m_sz[mi[mm_grp]], k_sz[ki[mm_ls]], n_sz[ni]

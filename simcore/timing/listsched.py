@@ -45,42 +45,54 @@ class Throttle:
 
 
 @_njit(cache=True, nogil=True)
-def _inverse_progress(t, g, f, lo, hi, s, work):
-    """End time of `work` ns of nominal transfer started at `s` under slowdown profile (t, g, f)[lo:hi]."""
-    if hi <= lo:
-        return s + work
-    # binary search: last k with t[k] <= s
-    a, b = lo, hi
-    while b - a > 1:
-        m = (a + b) // 2
-        if t[m] <= s:
-            a = m
-        else:
-            b = m
-    k = a
-    if s < t[lo]:
-        gs = g[lo] - (t[lo] - s)
-        if gs + work <= g[lo]:
-            return s + work
-        k = lo
-    else:
-        gs = g[k] + (s - t[k]) / f[k]
-    target = gs + work
-    # last k2 with g[k2] <= target
-    a, b = k, hi
-    while b - a > 1:
-        m = (a + b) // 2
-        if g[m] <= target:
-            a = m
-        else:
-            b = m
-    return t[a] + (target - g[a]) * f[a]
+def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, slice_ns, n_slices):
+    """End of a transfer needing `need` ns of its core's DMA engines, started at `s`, that moves
+    `hr` HBM bytes per engine-ns for each of `w` identical cores. It takes what capacity is
+    left in each time slice of its core's engines and of the chip's HBM (fluid sharing)."""
+    t = s
+    j = int((t - t0) // slice_ns)
+    while need > 1e-9:
+        if j >= n_slices:
+            return t + need  # past the ledger: no sharing modelled
+        slice_end = t0 + (j + 1) * slice_ns
+        avail = slice_end - t
+        if avail <= 1e-9:
+            j += 1
+            continue
+        u = avail
+        if core_led[g, j] < u:
+            u = core_led[g, j]
+        if hr > 0.0:
+            c = chip_led[j] / (hr * w)
+            if c < u:
+                u = c
+        if u <= 1e-12:
+            t = slice_end
+            j += 1
+            continue
+        rho = u / avail  # share of the engines this transfer gets for the rest of the slice
+        if need <= u:
+            core_led[g, j] -= need
+            moved = need * hr * w
+            chip_led[j] -= moved
+            served_r[j] += moved * rf
+            served_w[j] += moved * (1.0 - rf)
+            return t + need / rho
+        core_led[g, j] -= u
+        moved = u * hr * w
+        chip_led[j] -= moved
+        served_r[j] += moved * rf
+        served_w[j] += moved * (1.0 - rf)
+        need -= u
+        t = slice_end
+        j += 1
+    return t
 
 
 @_njit(cache=True, nogil=True)
-def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_prof, n_queues, t0,
+def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read_frac, weight, n_queues, t0,
               thr_start, thr_ramp, thr_cool, busy_since, last_end,
-              prof_ptr, prof_t, prof_g, prof_f):
+              core_led, chip_led, served_r, served_w, slice_ns, n_slices):
     n = queue.shape[0]
     start = np.empty(n, np.float64)
     end = np.empty(n, np.float64)
@@ -110,9 +122,10 @@ def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_prof, n_queues, t0,
             rt = thr_start + (1.0 - thr_start) * x
             rate[i] = rt
             d = d / rt
-        p = dma_prof[i]
-        if p >= 0:
-            e = _inverse_progress(prof_t, prof_g, prof_f, prof_ptr[p], prof_ptr[p + 1], s, d)
+        g = dma_grp[i]
+        if g >= 0 and n_slices > 0:
+            e = _serve(s, d, g, hbm_rate[i], read_frac[i], weight[g], core_led, chip_led, served_r, served_w, t0,
+                       slice_ns, n_slices)
         else:
             e = s + d
         start[i] = s
@@ -124,17 +137,27 @@ def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_prof, n_queues, t0,
 
 
 @dataclass
-class Profiles:
-    """Piecewise-constant DMA slowdown per profile (core): breakpoints t, progress g, factor f."""
+class Sharing:
+    """Capacity ledgers for DMA sharing: per group (core) engine-ns and chip HBM bytes per slice."""
 
-    ptr: np.ndarray
-    t: np.ndarray
-    g: np.ndarray
-    f: np.ndarray
+    dma_grp: np.ndarray     # int32 per instruction: its group for DMA transfers, -1 otherwise
+    hbm_rate: np.ndarray    # float64 HBM bytes per engine-ns of each transfer
+    read_frac: np.ndarray   # float64 share of those bytes that are reads
+    weight: np.ndarray      # float64 identical cores each group stands for
+    core_led: np.ndarray    # (groups, slices) engine-ns left
+    chip_led: np.ndarray    # (slices,) HBM bytes left
+    slice_ns: float
+    served_r: np.ndarray | None = None  # (slices,) HBM bytes read per slice (filled by the scheduler)
+    served_w: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.served_r is None:
+            self.served_r = np.zeros(self.chip_led.shape[0])
+            self.served_w = np.zeros(self.chip_led.shape[0])
 
     @staticmethod
-    def none(n_profiles: int) -> "Profiles":
-        return Profiles(np.zeros(n_profiles + 1, np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
+    def none(n: int) -> "Sharing":
+        return Sharing(np.full(n, -1, np.int32), np.zeros(n), np.zeros(n), np.ones(1), np.zeros((1, 0)), np.zeros(0), 1.0)
 
 
 def schedule(
@@ -144,20 +167,23 @@ def schedule(
     dep_ptr: np.ndarray,
     dep_idx: np.ndarray,
     thr_id: np.ndarray,
-    dma_prof: np.ndarray,
     n_queues: int,
     t0: float,
     throttle: Throttle,
     n_thr: int,
-    profiles: Profiles,
+    sharing: Sharing | None = None,
     thr_state: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """Start, end (ns, float) and tensor rate factor of every instruction, in program order,
     and the throttle state (busy-since, last-end per throttle group) after the last one.
 
     Dependencies must point to earlier instructions (program order is a topological order).
-    `thr_state` carries the tensor engines' ramp state in from an earlier window.
+    `thr_state` carries the tensor engines' ramp state in from an earlier window; `sharing`
+    (consumed) holds the DMA/HBM capacity ledgers.
     """
+    n = len(queue)
+    if sharing is None:
+        sharing = Sharing.none(n)
     if thr_state is None:
         busy = np.full(max(n_thr, 1), -1e300, np.float64)
         last = np.full(max(n_thr, 1), -1e300, np.float64)
@@ -168,10 +194,12 @@ def schedule(
         np.ascontiguousarray(queue, np.int32), np.ascontiguousarray(dur, np.float64),
         np.ascontiguousarray(lat, np.float64), np.ascontiguousarray(dep_ptr, np.int64),
         np.ascontiguousarray(dep_idx, np.int64), np.ascontiguousarray(thr_id, np.int32),
-        np.ascontiguousarray(dma_prof, np.int32), int(n_queues), float(t0),
+        np.ascontiguousarray(sharing.dma_grp, np.int32), np.ascontiguousarray(sharing.hbm_rate, np.float64),
+        np.ascontiguousarray(sharing.read_frac, np.float64),
+        np.ascontiguousarray(sharing.weight, np.float64), int(n_queues), float(t0),
         float(throttle.start_fraction), float(throttle.ramp_ns), float(throttle.cooldown_ns), busy, last,
-        profiles.ptr.astype(np.int64), profiles.t.astype(np.float64), profiles.g.astype(np.float64),
-        profiles.f.astype(np.float64),
+        sharing.core_led, sharing.chip_led, sharing.served_r, sharing.served_w, float(sharing.slice_ns),
+        int(sharing.chip_led.shape[0]),
     )
     return start, end, rate, (busy, last)
 

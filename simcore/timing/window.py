@@ -4,11 +4,13 @@ Cores that run identical kernels (the usual case: an op split evenly over the co
 simulated once and weighted by how many cores they stand for, so a chip of 8 symmetric
 cores costs one core's simulation while HBM still sees all 8 cores' traffic.
 
-Sharing is fluid: while n transfers are active on a core they split its DMA engines,
-and while the chip's transfers want more than the HBM bandwidth every transfer slows by
-the ratio. The scheduler is run, the demand profile of its DMA transfers is measured,
-transfers are re-timed under that profile (each progresses at 1/slowdown), and this
-repeats until the window's end time settles (a few passes).
+Sharing is fluid over time slices: each core's 16 DMA engines give `slice` ns of engine
+time per slice and the chip's HBM gives bandwidth x slice bytes; a transfer takes what
+is left of both in each slice it spans (a representative core takes it `weight` times
+over). Concurrent transfers on a core therefore split its engines, and when the chip's
+cores together want more than the HBM bandwidth every transfer slows down -- and the
+HBM bandwidth is never exceeded. The groups' programs are interleaved in proportion,
+so no core gets first call on the capacity.
 """
 
 from __future__ import annotations
@@ -19,10 +21,20 @@ import numpy as np
 
 from simcore.hardware import Hardware
 from simcore.lowering.program import N_COMPUTE_ENGINES, Program
-from simcore.timing.listsched import Profiles, Throttle, schedule
+from simcore.timing.listsched import Sharing, Throttle, schedule
 
-MAX_PASSES = 6
-SETTLE = 1e-3  # relative change of the window's end that counts as settled
+MIN_SLICE_NS = 32.0
+MAX_SLICES = 1 << 20
+
+
+@dataclass
+class HbmServed:
+    """HBM bytes read and written per time slice of a window (all cores), from the sharing ledger."""
+
+    t0: float
+    slice_ns: float
+    read: np.ndarray
+    write: np.ndarray
 
 
 @dataclass
@@ -43,71 +55,70 @@ def throttle_of(hw: Hardware) -> Throttle:
     return Throttle(float(t.get("start_fraction", 1.0)), float(t.get("ramp_ns", 0.0)), float(t.get("cooldown_ns", 0.0)))
 
 
-def _profiles(hw: Hardware, group: np.ndarray, start: np.ndarray, end: np.ndarray, nominal: np.ndarray,
-              hbm_bytes: np.ndarray, weights: np.ndarray, n_groups: int) -> tuple[Profiles, float]:
-    """Per-group slowdown profile from one pass; also the worst slowdown seen."""
-    if len(start) == 0:
-        return Profiles.none(n_groups), 1.0
-    times, inv = np.unique(np.concatenate([start, end]), return_inverse=True)
-    n = len(start)
-    U = len(times)
-    count = np.zeros((n_groups, U), np.float64)
-    np.add.at(count, (group, inv[:n]), 1.0)
-    np.add.at(count, (group, inv[n:]), -1.0)
-    count = np.cumsum(count, axis=1)
-    rate = hbm_bytes / np.maximum(nominal, 1e-9) * weights[group]
-    chip = np.zeros(U, np.float64)
-    np.add.at(chip, inv[:n], rate)
-    np.add.at(chip, inv[n:], -rate)
-    chip = np.cumsum(chip) / hw.hbm_bytes_per_ns
-    f = np.maximum(np.maximum(count, chip[None, :]), 1.0)
-    f[:, -1] = 1.0
-    worst = float(f.max())
-    dt = np.diff(times)
-    g = np.empty((n_groups, U), np.float64)
-    g[:, 0] = times[0]
-    g[:, 1:] = times[0] + np.cumsum(dt[None, :] / f[:, :-1], axis=1)
-    ptr = np.arange(n_groups + 1, dtype=np.int64) * U
-    return Profiles(ptr, np.tile(times, n_groups), g.ravel(), f.ravel()), worst
-
-
 def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t0: float,
-                    thr_state: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[Timed], tuple[np.ndarray, np.ndarray]]:
+                    thr_state: tuple[np.ndarray, np.ndarray] | None = None,
+                    ) -> tuple[list[Timed], tuple[np.ndarray, np.ndarray], HbmServed | None]:
     """Schedule programs (one per group of identical cores) that start together at `t0`.
 
     `thr_state` is each group's tensor-engine ramp state (busy-since, last-end) coming in;
-    the state going out is returned with the schedules."""
+    the state going out is returned with the schedules, and the HBM bytes served per slice."""
     G = len(programs)
     NQ = N_COMPUTE_ENGINES + hw.dma_queues
     sizes = np.array([len(p) for p in programs], np.int64)
     offs = np.concatenate([[0], np.cumsum(sizes)])
-    queue = np.concatenate([p.engine.astype(np.int32) + g * NQ for g, p in enumerate(programs)])
-    dur = np.concatenate([p.dur for p in programs])
-    lat = np.concatenate([p.lat for p in programs])
-    dep_ptr = np.concatenate([[0]] + [p.dep_ptr[1:] + sum(len(q.dep_idx) for q in programs[:g])
-                                      for g, p in enumerate(programs)])
-    dep_idx = np.concatenate([p.dep_idx + offs[g] for g, p in enumerate(programs)])
+    n = int(offs[-1])
     grp = np.repeat(np.arange(G, dtype=np.int32), sizes)
-    pe = np.concatenate([p.pe for p in programs])
-    is_dma = np.concatenate([p.partitions > 0 for p in programs])
-    thr_id = np.where(pe, grp, -1).astype(np.int32)
-    dma_prof = np.where(is_dma, grp, -1).astype(np.int32)
-    hbm = np.concatenate([(p.hbm_read + p.hbm_write).astype(np.float64) for p in programs])
-    w = np.asarray(weights, np.float64)
+    # interleave the groups' programs in proportion (each keeps its own order)
+    pos = np.concatenate([(np.arange(s) + 0.5) / s for s in sizes])
+    order = np.lexsort((grp, pos)) if G > 1 else np.arange(n)
+    inv = np.empty(n, np.int64)
+    inv[order] = np.arange(n)
+
+    def cat(f):
+        return np.concatenate([f(p) for p in programs])[order]
+
+    queue = cat(lambda p: p.engine.astype(np.int32)) + grp[order] * NQ
+    dur, lat = cat(lambda p: p.dur), cat(lambda p: p.lat)
+    pe = cat(lambda p: p.pe)
+    is_dma = cat(lambda p: p.partitions > 0)
+    hbm = cat(lambda p: (p.hbm_read + p.hbm_write).astype(np.float64))
+    hbm_r = cat(lambda p: p.hbm_read.astype(np.float64))
+    g_sorted = grp[order]
+    # dependencies, renumbered into the interleaved order
+    counts = np.concatenate([np.diff(p.dep_ptr) for p in programs])[order]
+    dep_ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=dep_ptr[1:])
+    flat_owner_old = np.concatenate([np.repeat(np.arange(len(p)), np.diff(p.dep_ptr)) + offs[g]
+                                     for g, p in enumerate(programs)])
+    flat_dep_old = np.concatenate([p.dep_idx + offs[g] for g, p in enumerate(programs)])
+    o_new, d_new = inv[flat_owner_old], inv[flat_dep_old]
+    srt = np.argsort(o_new, kind="stable")
+    dep_idx = d_new[srt]
+    thr_id = np.where(pe, g_sorted, -1).astype(np.int32)
     thr = throttle_of(hw)
-    prof = Profiles.none(G)
-    dsel = np.flatnonzero(is_dma)
-    last_end = None
-    for _ in range(MAX_PASSES):
-        start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_prof, G * NQ, t0, thr, G, prof,
+    # pass 1: no sharing, to size the ledgers
+    start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, None, thr_state)
+    served = None
+    if is_dma.any():
+        span = float(end.max()) - t0
+        horizon = 1.5 * span + 20000.0
+        slice_ns = max(MIN_SLICE_NS, horizon / MAX_SLICES)
+        n_slices = int(np.ceil(horizon / slice_ns))
+        w = np.asarray(weights, np.float64)
+        sharing = Sharing(
+            dma_grp=np.where(is_dma, g_sorted, -1).astype(np.int32),
+            hbm_rate=np.where(is_dma, hbm / np.maximum(dur, 1e-9), 0.0),
+            read_frac=np.where(hbm > 0, hbm_r / np.maximum(hbm, 1.0), 0.0),
+            weight=w,
+            core_led=np.full((G, n_slices), slice_ns, np.float64),
+            chip_led=np.full(n_slices, hw.hbm_bytes_per_ns * slice_ns, np.float64),
+            slice_ns=slice_ns,
+        )
+        start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, sharing,
                                            thr_state)
-        span_end = float(end.max())
-        if last_end is not None and abs(span_end - last_end) <= SETTLE * max(span_end - t0, 1.0):
-            break
-        prof_new, worst = _profiles(hw, grp[dsel], start[dsel], end[dsel], dur[dsel], hbm[dsel], w, G)
-        if worst <= 1.0 + 1e-9 and last_end is None:
-            break  # no transfer ever shared bandwidth: the first pass is exact
-        prof = prof_new
-        last_end = span_end
+        used = np.flatnonzero((sharing.served_r > 0) | (sharing.served_w > 0))
+        last = int(used[-1]) + 1 if len(used) else 0
+        served = HbmServed(t0, slice_ns, sharing.served_r[:last].copy(), sharing.served_w[:last].copy())
+    start, end, rate = start[inv], end[inv], rate[inv]
     timed = [Timed(start[offs[g]:offs[g + 1]], end[offs[g]:offs[g + 1]], rate[offs[g]:offs[g + 1]]) for g in range(G)]
-    return timed, state
+    return timed, state, served

@@ -38,7 +38,7 @@ def _op(path: Path, raw: Any, layer: int, index: int, dtype: str) -> Op:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where} must be a JSON object.")
     kind = raw.get("kind")
-    if kind not in REQUIRED:
+    if not isinstance(kind, str) or kind not in REQUIRED:
         raise ConfigError(f"{where} has unknown kind {kind!r}; choose one of {', '.join(sorted(REQUIRED))}.")
     missing = [k for k in REQUIRED[kind] if k not in raw]
     if missing:
@@ -48,6 +48,8 @@ def _op(path: Path, raw: Any, layer: int, index: int, dtype: str) -> Op:
         values = v if isinstance(v, list) else [v]
         if k in ("causal", "quantize_a"):
             continue
+        if isinstance(v, list) and (k != "ms" or not v):  # only grouped_matmul's per-group rows is a list
+            raise ConfigError(f"{where} ({kind}): '{k}' must be a positive integer (got {v!r:.40}).")
         if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in values):
             raise ConfigError(f"{where} ({kind}): '{k}' must be a positive integer (got {v!r}).")
     if kind == "attention":
@@ -72,6 +74,8 @@ def load_opgraph(path: str | Path, dtype: str | None = None) -> Workload:
         data = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read op-graph file {p} ({exc.strerror}).") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"op-graph file {p} is not UTF-8 text.") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"op-graph file {p} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
     if not isinstance(data, dict):

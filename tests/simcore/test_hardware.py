@@ -1,0 +1,67 @@
+"""Hardware presets: the published numbers, derived rates, user what-if files, and bad presets."""
+
+from __future__ import annotations
+
+import pytest
+
+from simcore.errors import ConfigError
+from simcore.hardware import load_hardware, preset_names
+
+
+def test_builtin_presets():
+    assert {"trn2", "trn3"} <= set(preset_names())
+    trn3 = load_hardware("trn3")
+    assert trn3.cores_per_chip == 8
+    assert trn3.tensor["peak_tflops"]["bf16"] == 79 and trn3.tensor["peak_tflops"]["mxfp8"] == 315
+    assert trn3.hbm_capacity == 144 * 2**30 and trn3.hbm_bytes_per_ns == 4900
+    assert trn3.sbuf_bytes == 32 * 2**20
+    assert load_hardware("trn2").sbuf_bytes == 28 * 2**20
+
+
+@pytest.mark.parametrize("name", ["trn2", "trn3"])
+def test_published_peaks_match_the_array_clock_and_macs(name):
+    """2 x rows x cols x clock x MACs/PE/cycle reproduces each published per-core peak (published
+    figures are rounded to two or three digits: 20 FP32 TFLOPS is 19.66)."""
+    hw = load_hardware(name)
+    for dtype in hw.matmul_dtypes():
+        assert hw.derived_peak_tflops(dtype) == pytest.approx(hw.tensor["peak_tflops"][dtype], rel=0.02)
+
+
+def test_chip_dma_matches_hbm_bandwidth_on_trn3():
+    """128 DMA engines at the per-engine rate give the chip's 4.9 TB/s of DMA bandwidth."""
+    hw = load_hardware("trn3")
+    assert hw.core_dma_bytes_per_ns * hw.cores_per_chip == pytest.approx(4900, rel=0.01)
+
+
+def test_trn2_lacks_mx_and_trn3_has_vector_exp():
+    trn2, trn3 = load_hardware("trn2"), load_hardware("trn3")
+    with pytest.raises(ConfigError, match="trn2 has no mxfp8 support"):
+        trn2.check_dtype("mxfp8")
+    trn3.check_dtype("mxfp4")
+    assert trn3.has_vector_exp and not trn2.has_vector_exp
+
+
+def test_user_preset_overrides_its_base(tmp_path):
+    f = tmp_path / "fast.toml"
+    f.write_text('base = "trn2"\nname = "trn2-2xhbm"\n[hbm]\nbandwidth_gbps = 5800\n')
+    hw = load_hardware(str(f))
+    assert hw.name == "trn2-2xhbm" and hw.hbm_bytes_per_ns == 5800
+    assert hw.cores_per_chip == 8 and hw.tensor["peak_tflops"]["bf16"] == 79  # inherited
+    assert hw.meta["hbm"]["bandwidth_gbps"] == 5800
+
+
+@pytest.mark.parametrize("text, message", [
+    (None, "unknown hardware preset 'trn9'; choose one of"),
+    ('base = "trn3"\n[hbm]\nbandwidth_gbps = -1\n', "'hbm.bandwidth_gbps' must not be negative"),
+    ('name = "x"\nchips = 1\n', "lacks the key 'cores_per_chip'"),
+    ('base = "trn3"\n[hbm\n', "is not valid TOML"),
+])
+def test_bad_presets_fail_with_one_sentence(tmp_path, text, message):
+    if text is None:
+        target = "trn9"
+    else:
+        target = str(tmp_path / "bad.toml")
+        (tmp_path / "bad.toml").write_text(text)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_hardware(target)
+    assert "\n" not in str(info.value)
