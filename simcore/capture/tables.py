@@ -49,8 +49,7 @@ def binned_bandwidth(served: list, t_end: int) -> tuple[np.ndarray, np.ndarray, 
         f0 = np.clip((edge - a) / s.slice_ns, 0.0, 1.0)
         i1 = np.minimum(i0 + 1, nb - 1)
         for arr, v in ((rd, s.read), (wr, s.write)):
-            np.add.at(arr, i0, v * f0)
-            np.add.at(arr, i1, v * (1.0 - f0))
+            arr += np.bincount(i0, v * f0, minlength=nb)[:nb] + np.bincount(i1, v * (1.0 - f0), minlength=nb)[:nb]
     return np.arange(nb, dtype=np.int64) * width, rd / width, wr / width
 
 
@@ -90,8 +89,8 @@ class TraceTables:
         self.next_id = 0
         self.kernel_names = _Names()
         self.kernel_rows: list[tuple] = []
-        self.instr: dict[int, list[dict[str, np.ndarray]]] = {c: [] for c in self.detail}
-        self.dma: dict[int, list[dict[str, np.ndarray]]] = {c: [] for c in self.detail}
+        self.instr_rows: dict[int, list[dict[str, np.ndarray]]] = {}  # track -> chunks in time order
+        self.dma_rows: dict[int, list[dict[str, np.ndarray]]] = {}
         self.flows: list[tuple[np.ndarray, np.ndarray]] = []
         self.hbm: list = []
         self.samples: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -163,20 +162,28 @@ class TraceTables:
         n = len(p)
         ids = self.next_id + np.arange(n, dtype=np.int64)
         self.next_id += n
-        track = (self.engine_base[core] + p.engine).astype(np.int32)
-        dma = p.partitions > 0
-        ci = ~dma
-        self.instr[core].append({
-            "id": ids[ci], "track_id": track[ci], "start_ns": s[ci], "dur_ns": (e - s)[ci],
-            "opcode": p.opcode[ci], "kernel_id": np.full(int(ci.sum()), kid, np.int64), "flops": p.flops[ci],
-            "bytes": p.bytes[ci], "dtype": p.dtype[ci],
-        })
-        if dma.any():
-            self.dma[core].append({
-                "id": ids[dma], "track_id": track[dma], "start_ns": s[dma], "dur_ns": (e - s)[dma], "bytes": p.bytes[dma],
-                "partitions": p.partitions[dma], "src": p.src[dma], "dst": p.dst[dma],
-                "kernel_id": np.full(int(dma.sum()), kid, np.int64),
-            })
+        # split by engine (= track): each track's rows stay in program order, so starts never decrease
+        order = np.argsort(p.engine, kind="stable")
+        eng = p.engine[order]
+        cuts = np.flatnonzero(np.diff(eng)) + 1
+        bounds = np.concatenate([[0], cuts, [n]])
+        dur = e - s
+        base = self.engine_base[core]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            sel = order[a:b]
+            track = int(base + eng[a])
+            if p.partitions[sel[0]] > 0:
+                self.dma_rows.setdefault(track, []).append({
+                    "id": ids[sel], "start_ns": s[sel], "dur_ns": dur[sel], "bytes": p.bytes[sel],
+                    "partitions": p.partitions[sel], "src": p.src[sel].astype(np.int32), "dst": p.dst[sel].astype(np.int32),
+                    "kernel_id": np.full(len(sel), kid, np.int64),
+                })
+            else:
+                self.instr_rows.setdefault(track, []).append({
+                    "id": ids[sel], "start_ns": s[sel], "dur_ns": dur[sel], "opcode": p.opcode[sel].astype(np.int32),
+                    "kernel_id": np.full(len(sel), kid, np.int64), "flops": p.flops[sel], "bytes": p.bytes[sel],
+                    "dtype": p.dtype[sel].astype(np.int32),
+                })
         if len(p.dep_idx):
             owner = np.repeat(np.arange(n), np.diff(p.dep_ptr))
             cross = p.engine[owner] != p.engine[p.dep_idx]
@@ -190,9 +197,8 @@ class TraceTables:
             "core": np.array([r[1] for r in tr], np.int32), "kind": [r[2] for r in tr], "name": [r[3] for r in tr],
             "unit": [r[4] for r in tr],
         })
-        for core in sorted(self.detail):
-            self._write_events(w, "instructions", self.instr[core], {"opcode": OPCODES.values, "dtype": DTYPES.values})
-            self._write_events(w, "dma", self.dma[core], {"src": MEMORIES.values, "dst": MEMORIES.values})
+        self._write_events(w, "instructions", self.instr_rows, {"opcode": OPCODES.values, "dtype": DTYPES.values})
+        self._write_events(w, "dma", self.dma_rows, {"src": MEMORIES.values, "dst": MEMORIES.values})
         self._write_kernels(w)
         self._write_ops(w)
         self._write_counters(w)
@@ -203,18 +209,19 @@ class TraceTables:
                 w.write("flows", {"src_id": src[i:i + WRITE_BATCH], "dst_id": dst[i:i + WRITE_BATCH], "kind": "semaphore"})
 
     @staticmethod
-    def _write_events(w: TraceWriter, table: str, chunks: list[dict[str, np.ndarray]], vocabs: dict[str, list[str]]) -> None:
-        if not chunks:
-            return
-        cols = {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
-        order = np.argsort(cols["track_id"], kind="stable")
-        n = len(order)
-        for i in range(0, n, WRITE_BATCH):
-            sel = order[i:i + WRITE_BATCH]
-            batch: dict[str, Any] = {}
-            for k, v in cols.items():
-                batch[k] = (v[sel], vocabs[k]) if k in vocabs else v[sel]
-            w.write(table, batch)
+    def _write_events(w: TraceWriter, table: str, per_track: dict[int, list[dict[str, np.ndarray]]],
+                      vocabs: dict[str, list[str]]) -> None:
+        """One batch per track (split at WRITE_BATCH rows), tracks in id order: grouped by track."""
+        for track in sorted(per_track):
+            chunks = per_track[track]
+            cols = {k: (np.concatenate([c[k] for c in chunks]) if len(chunks) > 1 else chunks[0][k]) for k in chunks[0]}
+            n = len(cols["id"])
+            for i in range(0, n, WRITE_BATCH):
+                batch: dict[str, Any] = {"track_id": np.full(min(WRITE_BATCH, n - i), track, np.int32)}
+                for k, v in cols.items():
+                    part = v[i:i + WRITE_BATCH]
+                    batch[k] = (part, vocabs[k]) if k in vocabs else part
+                w.write(table, batch)
 
     def _write_kernels(self, w: TraceWriter) -> None:
         if not self.kernel_rows:

@@ -144,3 +144,8 @@ def lower_kernel(hw: Hardware, spec: KernelSpec) -> Program:
     key = json.dumps(hw.data, sort_keys=True, default=str)
     _HW.setdefault(key, hw)
     return _lower_cached(key, spec)
+
+
+def clear_cache() -> None:
+    """Forget lowered kernels (benchmarks use it to time lowering as a fresh process would)."""
+    _lower_cached.cache_clear()

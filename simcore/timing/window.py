@@ -24,7 +24,7 @@ from simcore.lowering.program import N_COMPUTE_ENGINES, Program
 from simcore.timing.listsched import Sharing, Throttle, schedule
 
 MIN_SLICE_NS = 32.0
-MAX_SLICES = 1 << 20
+MAX_SLICES = 1 << 16
 
 
 @dataclass
