@@ -179,6 +179,8 @@ def resolve(config: CaptureConfig) -> Resolved:
         if c.layers is not None:
             raise ConfigError(f"--layers applies to model workloads, not the {name} micro-benchmark.")
         wl = microbenchmark(name, c.shape, c.dtype, compute_cores=cc, mx_group=int(hw.tensor["mx_scale_group"]))
+        if wl.ops[0].kind == "collective" and detail == "instruction":
+            raise ConfigError(f"the {name} micro-benchmark records kernel and collective rows; --detail instruction does not apply.")
     elif is_file:
         wl = load_opgraph(name, c.dtype if c.dtype != "bf16" else None)
         for op in wl.ops:

@@ -81,9 +81,21 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
                       "is_simulation": True},
         "capture": res.capture_meta(),
     }
+    collective = res.workload.ops and res.workload.ops[0].kind == "collective"
+    if collective:
+        from simcore.capture.collective import collective_meta
+
+        collective_meta(res, meta)
     writer = TraceWriter(out_path, meta, compression=compression, overwrite=res.config.overwrite)
     try:
-        tables = simulate(res, writer, progress, cancel)
+        if collective:
+            from simcore.capture.collective import CollectiveTables
+
+            tables = CollectiveTables(res)
+            if progress is not None:
+                progress(1.0, res.workload.ops[0].name)
+        else:
+            tables = simulate(res, writer, progress, cancel)
         if cancel is not None and cancel.is_set():
             raise CaptureCancelled("capture cancelled; nothing was written.")
         tables.write(writer)

@@ -13,7 +13,12 @@ MICROBENCHMARKS: dict[str, dict] = {
                   "help": "flash attention: batch, heads, query and key lengths (causal when Q > 1), head dim"},
     "softmax": {"shape": "ROWS,COLS", "default": (4096, 4096), "help": "row softmax, BF16"},
     "rmsnorm": {"shape": "ROWS,COLS", "default": (4096, 4096), "help": "RMSNorm over rows, BF16"},
+    "allreduce": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring all-reduce of BYTES per rank over RANKS chips"},
+    "allgather": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring all-gather: BYTES gathered per rank over RANKS chips"},
+    "reducescatter": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring reduce-scatter of BYTES per rank over RANKS chips"},
+    "alltoall": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "all-to-all of BYTES per rank over RANKS chips (switch)"},
 }
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
 
 
 def parse_shape(text: str | tuple | list | None, workload: str) -> tuple[int, ...]:
@@ -59,6 +64,16 @@ def microbenchmark(name: str, shape, dtype: str, *, compute_cores: int, mx_group
                                                  causal=q > 1), "bf16", 0)]
         params = dict(shape=list(dims), batch=b, heads=h, q_len=q, kv_len=kv, head_dim=d)
         display = f"attention B{b} H{h} Q{q} KV{kv} D{d}"
+        dtype = "bf16"
+    elif name in COLLECTIVES:
+        nbytes, ranks = dims
+        if ranks < 2:
+            raise ConfigError(f"{name} needs at least 2 ranks (got {ranks}).")
+        if name != "allreduce" and nbytes % ranks:
+            raise ConfigError(f"{name} of {nbytes} bytes does not divide evenly over {ranks} ranks.")
+        ops = [Op(name, "collective", dict(name=name, bytes=nbytes, ranks=ranks), "bf16", 0)]
+        params = dict(shape=[nbytes, ranks], bytes=nbytes, ranks=ranks)
+        display = f"{name} {nbytes} B x {ranks} ranks"
         dtype = "bf16"
     else:
         rows, cols = dims

@@ -106,3 +106,13 @@ def test_bad_opgraph_files(tmp_path, graph, message):
     f.write_text(json.dumps(graph))
     with pytest.raises(ConfigError, match=message):
         resolve(CaptureConfig(workload=str(f)))
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(workload="allreduce", shape="1024,1"), "needs at least 2 ranks"),
+    (dict(workload="allgather", shape="1000,3"), "1000 bytes does not divide evenly over 3 ranks"),
+    (dict(workload="alltoall", shape="1024,4", cores="0"), "--detail instruction does not apply"),
+])
+def test_invalid_collective_requests(options, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve(CaptureConfig(**options))
