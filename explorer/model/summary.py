@@ -355,7 +355,15 @@ def aggregate(units: pd.DataFrame, scope: Scope, peaks: Peaks, extra_scope: Mapp
     m["hardware_flops"] = int(round(tot["hardware_flops"]))
     m["model_flops"] = int(round(tot["model_flops"]))
     m["transpose_flops"] = int(round(tot["transpose_flops"]))
-    m["achieved_tflops"] = tot["hardware_flops"] / secs / 1e12
+    empty = "the window is empty (0 ns)."
+
+    def rate(value: float, name: str, scale: float) -> None:
+        if secs > 0:
+            m[name] = value / secs / scale
+        else:
+            why[name] = empty
+
+    rate(tot["hardware_flops"], "achieved_tflops", 1e12)
     per_core = peaks.bf16_flops_per_s_per_core
     if per_core is None:
         reason = f"the trace's hardware lacks {', '.join(peaks.missing_tensor_keys())}."
@@ -386,11 +394,13 @@ def aggregate(units: pd.DataFrame, scope: Scope, peaks: Peaks, extra_scope: Mapp
     # memory
     m["hbm_read_bytes"] = int(round(tot["hbm_read_bytes"]))
     m["hbm_write_bytes"] = int(round(tot["hbm_write_bytes"]))
-    m["hbm_read_bandwidth_gbps"] = tot["hbm_read_bytes"] / secs / 1e9
-    m["hbm_write_bandwidth_gbps"] = tot["hbm_write_bytes"] / secs / 1e9
-    m["hbm_bandwidth_gbps"] = hbm / secs / 1e9
+    rate(tot["hbm_read_bytes"], "hbm_read_bandwidth_gbps", 1e9)
+    rate(tot["hbm_write_bytes"], "hbm_write_bandwidth_gbps", 1e9)
+    rate(hbm, "hbm_bandwidth_gbps", 1e9)
     if peaks.hbm_bytes_per_s is None:
         why["mbu_estimated_percent"] = "the trace's hardware lacks hbm.bandwidth_gbps."
+    elif secs <= 0:
+        why["mbu_estimated_percent"] = empty
     else:
         pct(hbm / secs, peaks.hbm_bytes_per_s * chips, "mbu_estimated_percent", "no chip in scope ran work.")
 
@@ -439,10 +449,10 @@ def aggregate(units: pd.DataFrame, scope: Scope, peaks: Peaks, extra_scope: Mapp
             why["average_utilization_limit_percent"] = "no Throttling samples cover the window."
 
     for name, value in m.items():
-        if value is None and name not in why:
+        if isinstance(value, (float, np.floating)):
+            m[name] = None if not np.isfinite(value) else float(value)
+        if m[name] is None and name not in why:
             why[name] = "not available for this scope."
-        elif isinstance(value, (float, np.floating)):
-            m[name] = float(value)
     scope_info = {**scope.describe(), "cores": cores, "chips_with_work": chips, "hardware": peaks.name}
     scope_info.update(extra_scope or {})
     return Summary(scope=scope_info, metrics=m, unavailable=why)

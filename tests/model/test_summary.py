@@ -179,3 +179,22 @@ def test_metric_formatting_shared_by_cli_and_gui():
     assert format_metric(3_600_000, "bytes") == "3.433 MiB"
     assert format_metric(16_110_000, "FLOP") == "16.11 MFLOP"
     assert format_metric(4900.0, "GB/s") == "4.9 TB/s"
+
+
+def test_empty_trace_reports_zeros_and_reasons_never_nan(tmp_path):
+    import json
+
+    from explorer.model.diff import diff
+    from explorer.model.hierarchy import Hierarchy
+    from explorer.model.recommendations import recommend
+
+    tables = at.basic_tables()
+    empty = {name: {c: [] for c in cols} for name, cols in tables.items()}
+    empty["tracks"] = tables["tracks"]
+    t = open_trace(at.write(tmp_path / "empty.trnx", empty, span=(0, 0)))
+    s = summarize(t)
+    json.dumps(s.to_dict(), allow_nan=False)
+    assert s.metrics["hardware_flops"] == 0 and s.metrics["core_count"] == 0
+    assert s.metrics["achieved_tflops"] is None and "empty" in s.unavailable["achieved_tflops"]
+    assert Hierarchy(t).rows().empty and recommend(t) == []
+    assert diff(t, t).ops.empty
