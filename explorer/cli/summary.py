@@ -120,12 +120,13 @@ def summary(trace: str, as_json: bool, chips: tuple[int, ...], time_range: str |
     print_report(report)
     if per_chip:
         click.echo("\nper chip")
-        names = ("total_active_time_percent", "mfu_estimated_percent", "mbu_estimated_percent",
-                 "tensor_engine_active_time_percent", "collective_wait_ns")
-        click.echo("  chip " + " ".join(f"{n[:24]:>24}" for n in names))
+        columns = (("total_active_time_percent", "active"), ("mfu_estimated_percent", "MFU"),
+                   ("mbu_estimated_percent", "MBU"), ("tensor_engine_active_time_percent", "tensor active"),
+                   ("hbm_bandwidth_gbps", "HBM"), ("collective_wait_ns", "collective wait"))
+        click.echo("  chip " + " ".join(f"{label:>15}" for _, label in columns))
         for chip, m in report["per_chip"].items():
-            cells = [format_value(m[n], next(s.unit for s in METRICS if s.name == n)) for n in names]
-            click.echo(f"  {chip:>4} " + " ".join(f"{c:>24}" for c in cells))
+            cells = [format_value(m[n], next(s.unit for s in METRICS if s.name == n)) for n, _ in columns]
+            click.echo(f"  {chip:>4} " + " ".join(f"{c:>15}" for c in cells))
 
 
 def _json_default(obj: Any) -> Any:
