@@ -278,7 +278,23 @@ class Hierarchy:
 
     # -- the tree ------------------------------------------------------------------
     def rows(self, levels: tuple[str, ...] = ("model", "layer", "op", "kernel")) -> pd.DataFrame:
-        """The operator table: op and kernel rows with `ROW_COLUMNS`, parents before children."""
+        """The operator table: op and kernel rows with `ROW_COLUMNS`, parents before children (cached)."""
+        key = tuple(levels)
+        if key not in self._rows_cache:
+            self._rows_cache[key] = self._build_rows(key)
+        return self._rows_cache[key]
+
+    @cached_property
+    def _rows_cache(self) -> dict[tuple[str, ...], pd.DataFrame]:
+        return {}
+
+    @cached_property
+    def _children_index(self) -> dict[str, np.ndarray]:
+        """Row positions in `rows()` per parent node, so expanding a tree node is a lookup."""
+        parents = self.rows()["parent"]
+        return {p: idx.to_numpy() for p, idx in parents.groupby(parents, sort=False).groups.items()} if len(parents) else {}
+
+    def _build_rows(self, levels: tuple[str, ...]) -> pd.DataFrame:
         parts = []
         if any(lv in levels for lv in ("model", "layer", "op")):
             o = self.ops
@@ -326,8 +342,12 @@ class Hierarchy:
             return self.events_of_kernel(ident)
         if level in ("instruction", "dma"):
             return pd.DataFrame(columns=list(ROW_COLUMNS))
-        r = self.rows()
-        return r[r["parent"] == node].reset_index(drop=True)
+        idx = self._children_index.get(node)
+        if idx is None:
+            if level == "op" and not (self._ops_raw["op_id"] == ident).any():
+                self._unknown(node)
+            return pd.DataFrame(columns=list(ROW_COLUMNS))
+        return self.rows().iloc[np.sort(idx)].reset_index(drop=True)
 
     def events_of_kernel(self, kernel_id: int) -> pd.DataFrame:
         """Instruction and DMA rows of one kernel, in time order, with `ROW_COLUMNS`."""

@@ -66,6 +66,9 @@ def test_rows_children_and_ancestors_link_back_into_the_trace(h):
     assert rows["node"].iloc[0] == "op:10"  # parents first
     assert set(rows.loc[rows.level == "kernel", "parent"]) == {"op:12", "op:13"}
     assert list(h.children("op:11")["node"]) == ["op:12", "op:13", "op:14"]
+    assert list(h.children("")["node"]) == ["op:10"]
+    assert h.children("op:14").empty  # a collective op without kernels
+    assert h.rows() is h.rows()  # built once
     ev = h.children("kernel:100")
     assert ev["node"].tolist() == [
         "instruction:1", "instruction:9", "dma:20", "instruction:3", "dma:22", "dma:21",
@@ -81,6 +84,8 @@ def test_rows_children_and_ancestors_link_back_into_the_trace(h):
 
 
 def test_bad_nodes_are_user_errors(h):
+    with pytest.raises(UserError, match="op:999"):
+        h.children("op:999")
     for node in ("kernel:999", "op:999", "instruction:999", "bogus"):
         with pytest.raises(UserError):
             h.ancestors(node) if node != "op:999" else h.time_range(node)
