@@ -19,6 +19,7 @@ from typing import Any
 from simcore.errors import ConfigError
 from simcore.workloads.ops import Op, Workload
 
+MAX_REPEAT = 10_000  # beyond this a typo (or a fuzzer) would build ops until memory runs out
 ROWWISE = ("rmsnorm", "softmax", "residual_add", "silu_mul", "rope", "embedding", "norm_backward", "silu_mul_backward")
 REQUIRED: dict[str, tuple[str, ...]] = {
     "matmul": ("m", "k", "n"),
@@ -89,8 +90,8 @@ def load_opgraph(path: str | Path, dtype: str | None = None) -> Workload:
     if not isinstance(layers, list) or not layers:
         raise ConfigError(f"op-graph file {p}: 'layers' must be a non-empty list.")
     repeat = data.get("repeat", 1)
-    if not isinstance(repeat, int) or repeat < 1:
-        raise ConfigError(f"op-graph file {p}: 'repeat' must be a positive integer.")
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
+        raise ConfigError(f"op-graph file {p}: 'repeat' must be a positive integer up to {MAX_REPEAT}.")
     ops: list[Op] = []
     names: dict[int, str] = {}
     for r in range(repeat):
