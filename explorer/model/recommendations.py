@@ -235,6 +235,9 @@ def throttling(c: _Context) -> list[Recommendation]:
     nxt[last] = max(c.trace.span_ns[1], int(time.max()))
     length = nxt - time
     lost = float((length * np.clip(100.0 - value, 0, 100) / 100.0).sum())
+    capacity = float(m["total_time_ns"]) * len(thr)
+    if capacity <= 0 or lost < MIN_SHARE * capacity:
+        return []
     low = value < 100.0
     i = int(np.flatnonzero(low)[np.argmax(length[low])])
     return [Recommendation(
@@ -243,7 +246,7 @@ def throttling(c: _Context) -> list[Recommendation]:
         "Power (dI/dt) throttling restarts the tensor engine at about half rate after idle gaps and ramps over "
         "~3 us: keep it fed continuously (fewer, longer matmul bursts; overlap loads so it never drops below 50% "
         "utilisation) rather than in short bursts separated by waits.",
-        int(lost), 100.0 * lost / max(m["total_time_ns"] * len(thr), 1),
+        int(lost), 100.0 * lost / capacity,
         {
             "throttled_time_ns": m["throttled_time_ns"],
             "throttled_time_percent": pct,

@@ -115,3 +115,12 @@ def test_hierarchy_can_be_shared(tmp_path):
     t = open_trace(at.write(tmp_path / "b.trnx"))
     h = Hierarchy(t)
     assert [r.rule for r in recommend(t, hierarchy=h)] == [r.rule for r in recommend(t)]
+
+
+def test_mild_throttling_is_not_worth_a_recommendation(tmp_path):
+    t = clean_tables()
+    t["counters"]["value"] = [99.0, 99.0, 99.0, 100.0]  # throttled all along, but only 1% of capacity lost
+    assert "throttling" not in _rules(tmp_path / "mild.trnx", t)
+    t["counters"]["value"] = [50.0, 100.0, 100.0, 100.0]  # half rate for the first 1000 ns: 5% lost
+    rec = _rules(tmp_path / "burst.trnx", t)["throttling"]
+    assert rec.impact_ns == 500 and rec.impact_percent == pytest.approx(5.0)
