@@ -121,7 +121,7 @@ class Hierarchy:
             kind_idx = np.full(len(self.tracks), -1, np.int64)
             for i, kind in enumerate(_ENGINE_ROWS):
                 kind_idx[self.tracks.kind == kind] = i
-            row_kind = kind_idx[num(ins, "track_id")]
+            row_kind = kind_idx[self.tracks.check("instructions", num(ins, "track_id"))]
             ok = (kidx >= 0) & (row_kind >= 0)
             per = np.bincount(kidx[ok] * len(_ENGINE_ROWS) + row_kind[ok],
                               weights=num(ins, "dur_ns")[ok].astype(np.float64),

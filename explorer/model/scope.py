@@ -102,6 +102,18 @@ class Tracks:
     def __len__(self) -> int:
         return len(self.chip)
 
+    def check(self, table: str, track_ids: np.ndarray) -> np.ndarray:
+        """`track_ids` unchanged, or a one-sentence UserError naming a track the tracks table lacks."""
+        if len(track_ids):
+            lo, hi = int(track_ids.min()), int(track_ids.max())
+            bad = lo if lo < 0 else hi if hi >= len(self.kind) else None
+            if bad is None:
+                unknown = (np.bincount(track_ids, minlength=len(self.kind)) > 0) & (self.kind == "")
+                bad = int(np.flatnonzero(unknown)[0]) if unknown.any() else None
+            if bad is not None:
+                raise UserError(f"the trace's {table} table refers to track {bad}, which its tracks table lacks.")
+        return track_ids
+
     def of_kind(self, *kinds: str) -> np.ndarray:
         """Boolean mask over track ids."""
         return np.isin(self.kind, list(kinds))

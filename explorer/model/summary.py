@@ -181,7 +181,7 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     # -- instructions: engine active time, counts, transposes --------------------------
     ins = trace.instructions
     if ins.num_rows:
-        tid = num(ins, "track_id")
+        tid = tracks.check("instructions", num(ins, "track_id"))
         start = num(ins, "start_ns")
         end = start + num(ins, "dur_ns")
         rows_per_track = np.bincount(tid, minlength=len(tracks))[: len(tracks)]
@@ -232,7 +232,7 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     # -- DMA: active time, transfers, small transfers -----------------------------------
     dma = trace.dma
     if dma.num_rows:
-        tid = num(dma, "track_id")
+        tid = tracks.check("dma", num(dma, "track_id"))
         start = num(dma, "start_ns")
         end = start + num(dma, "dur_ns")
         rows_per_track = np.bincount(tid, minlength=len(tracks))[: len(tracks)]
@@ -282,7 +282,7 @@ def _collectives(trace: Trace, scope: Scope, tracks: Tracks, in_tracks: np.ndarr
     cc = trace.collectives
     if not cc.num_rows:
         return
-    tid = num(cc, "track_id")
+    tid = tracks.check("collectives", num(cc, "track_id"))
     arrive, start, end = num(cc, "arrive_ns"), num(cc, "start_ns"), num(cc, "end_ns")
     keep = in_tracks[tid] & overlaps(arrive, end, scope.t0, scope.t1)
     tid, arrive, start, end = tid[keep], arrive[keep], start[keep], end[keep]
@@ -305,7 +305,7 @@ def _throttle(trace: Trace, scope: Scope, tracks: Tracks, track_unit: np.ndarray
     if not is_thr.any():
         return
     ctr = trace.counters
-    tid = num(ctr, "track_id")
+    tid = tracks.check("counters", num(ctr, "track_id"))
     sel = np.flatnonzero(is_thr[tid])
     if not len(sel):
         return

@@ -198,3 +198,11 @@ def test_empty_trace_reports_zeros_and_reasons_never_nan(tmp_path):
     assert s.metrics["achieved_tflops"] is None and "empty" in s.unavailable["achieved_tflops"]
     assert Hierarchy(t).rows().empty and recommend(t) == []
     assert diff(t, t).ops.empty
+
+
+def test_rows_on_a_track_the_tracks_table_lacks_are_a_user_error(tmp_path):
+    tables = at.basic_tables()
+    tables["instructions"]["track_id"][-1] = 42
+    t = open_trace(at.write(tmp_path / "orphan.trnx", tables))
+    with pytest.raises(UserError, match="instructions table refers to track 42"):
+        summarize(t)
