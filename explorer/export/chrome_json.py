@@ -84,12 +84,18 @@ def _metadata(tracks: R.TrackInfo, process_word: str) -> list[str]:
 def _slice_lines(b: R.SliceBatch, names: list[str], track_chip: np.ndarray) -> list[str]:
     cat = _CAT[b.table]
     keys = _ARGS[b.table]
-    arg_tpl = ",".join(f'"{k}":{{}}' for k in keys)
-    tpl = '{{"ph":"X","cat":"' + cat + '","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{' + arg_tpl + "}}}}"
+    arg_tpl = ",".join(f'"{k}":%d' for k in keys)
     cols = [b.args[k].tolist() for k in keys]
     name = [names[c] for c in b.name.tolist()]
-    rows = zip(name, track_chip[b.track].tolist(), b.track.tolist(), _us(b.start), _us(b.dur), *cols)
-    return [tpl.format(*r) for r in rows]
+    head = (name, track_chip[b.track].tolist(), b.track.tolist())
+    if len(b) and (int(b.start.min()) < 0 or int(b.dur.min()) < 0):  # rare: decimal strings, sign and all
+        tpl = '{"ph":"X","cat":"' + cat + '","name":%s,"pid":%d,"tid":%d,"ts":%s,"dur":%s,"args":{' + arg_tpl + "}}"
+        return [tpl % r for r in zip(*head, _us(b.start), _us(b.dur), *cols)]
+    # ns -> us as integer part and three decimals, formatted in the same pass as the row
+    sq, sr = np.divmod(b.start, 1000)
+    dq, dr = np.divmod(b.dur, 1000)
+    tpl = '{"ph":"X","cat":"' + cat + '","name":%s,"pid":%d,"tid":%d,"ts":%d.%03d,"dur":%d.%03d,"args":{' + arg_tpl + "}}"
+    return [tpl % r for r in zip(*head, sq.tolist(), sr.tolist(), dq.tolist(), dr.tolist(), *cols)]
 
 
 def export_chrome_json(trace: Trace, out: Path, options: dict[str, Any]) -> int:

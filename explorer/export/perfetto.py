@@ -34,11 +34,14 @@ _LIMITS = np.left_shift(np.uint64(1), _SHIFTS[1:])
 
 
 def _varints(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Protobuf varints of uint64 values: (n x 10 byte matrix, byte count per value)."""
+    """Protobuf varints of uint64 values: (n x w byte matrix, byte count per value), w = the longest."""
     u = np.asarray(v).astype(np.uint64)
-    groups = (u[:, None] >> _SHIFTS[None, :]) & np.uint64(0x7F)
+    if len(u) == 0:
+        return np.zeros((0, 1), dtype=np.uint8), np.zeros(0, dtype=np.int64)
     lens = 1 + (u[:, None] >= _LIMITS[None, :]).sum(axis=1)
-    cont = np.arange(10)[None, :] < (lens[:, None] - 1)
+    w = int(lens.max())
+    groups = (u[:, None] >> _SHIFTS[None, :w]) & np.uint64(0x7F)
+    cont = np.arange(w)[None, :] < (lens[:, None] - 1)
     return (groups | (cont.astype(np.uint64) << np.uint64(7))).astype(np.uint8), lens.astype(np.int64)
 
 
@@ -47,18 +50,16 @@ def _const(*byte_values: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rows(segments: list[tuple[np.ndarray, np.ndarray]], n: int) -> bytes:
-    """Concatenate, row by row, variable-length byte segments (each an n x w matrix + lengths)."""
-    lens = np.stack([np.broadcast_to(l, (n,)) for _, l in segments], axis=1)
-    row_len = lens.sum(axis=1)
-    row_start = np.concatenate(([0], np.cumsum(row_len)[:-1]))
-    seg_start = row_start[:, None] + np.cumsum(lens, axis=1) - lens
-    out = np.empty(int(row_len.sum()), dtype=np.uint8)
-    for j, (m, _) in enumerate(segments):
+    """Concatenate, row by row, variable-length byte segments (each an n x w matrix + lengths).
+
+    All segments side by side form one n x W matrix; masking off each segment's unused
+    tail and reading the rest in row-major order is exactly the concatenation."""
+    mats, masks = [], []
+    for m, lens in segments:
         w = m.shape[1]
-        cols = np.arange(w)[None, :]
-        mask = cols < lens[:, j][:, None]
-        out[(seg_start[:, j][:, None] + cols)[mask]] = np.broadcast_to(m, (n, w))[mask]
-    return out.tobytes()
+        mats.append(np.broadcast_to(m, (n, w)))
+        masks.append(np.arange(w)[None, :] < np.broadcast_to(lens, (n,))[:, None])
+    return np.concatenate(mats, axis=1)[np.concatenate(masks, axis=1)].tobytes()
 
 
 def _packets(body: list[tuple[np.ndarray, np.ndarray]], n: int) -> bytes:

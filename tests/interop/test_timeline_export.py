@@ -184,3 +184,17 @@ def test_cli_export_timeline_formats(tmp_path: Path) -> None:
     r = trnx("export", str(trace), "--format", "perfetto", "-o", str(tmp_path / "x.pftrace"), "--range", "abc")
     assert r.returncode == 2 and r.stderr.startswith("trnx: error: ") and "Traceback" not in r.stderr
     assert not (tmp_path / "x.pftrace").exists()
+
+
+def test_negative_times_keep_their_decimals(tmp_path: Path) -> None:
+    """Starts before zero (a writer may rebase differently) still give exact microseconds."""
+    from simcore.trace import write_trace
+
+    tracks = {"track_id": np.array([0], dtype=np.int32), "chip": np.array([0], dtype=np.int32),
+              "core": np.array([0], dtype=np.int32), "kind": ["vector"], "name": ["Vector"], "unit": [""]}
+    instr = {"id": np.arange(2), "track_id": np.zeros(2, dtype=np.int32), "start_ns": np.array([-1500, 7]),
+             "dur_ns": np.array([1, 1001]), "opcode": "Copy", "kernel_id": -1, "flops": 0, "bytes": 0, "dtype": "bf16"}
+    t = open_trace(write_trace(tmp_path / "neg.trnx", {"tracks": tracks, "instructions": instr}))
+    xs = [e for e in _chrome(t, tmp_path / "n.json") if e["ph"] == "X"]
+    assert sorted((e["ts"], e["dur"]) for e in xs) == [(-1.5, 0.001), (0.007, 1.001)]
+    assert _perfetto_slices(_perfetto(t, tmp_path / "n.pftrace"))[1][2:] == (7, 1008)
