@@ -108,7 +108,7 @@ def shard(op: Op, cores: int) -> list[KernelSpec | None]:
     return out
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=64)  # layers repeat a handful of kernel shapes; bounded so memory stays small
 def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
     hw = _HW[hw_key]
     b = ProgramBuilder()
