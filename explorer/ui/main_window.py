@@ -69,6 +69,7 @@ class MainWindow(QMainWindow):
         self.loaded: LoadedTrace | None = None
         self.loader: TraceLoader | None = None
         self.panels: dict[str, QDockWidget] = {}
+        self.show_error_dialogs = True  # False: failures only emit load_failed (scripts, smoke tests)
 
         self.timeline = TimelineWidget(self)
         self.setCentralWidget(self.timeline)
@@ -271,7 +272,8 @@ class MainWindow(QMainWindow):
         if message:
             self.statusBar().showMessage("could not open the trace", 5000)
             self.load_failed.emit(message)
-            QMessageBox.critical(self, "Cannot open trace", message)
+            if self.show_error_dialogs:
+                QMessageBox.critical(self, "Cannot open trace", message)
 
     def show_trace(self, result: LoadedTrace | None) -> None:
         """Show a loaded trace in every view (None: close)."""
@@ -293,6 +295,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{result.path.name} \u2014 {wl} on {hw} \u2014 Trn3 Explorer")
         self.recent.add(result.path)
         self.statusBar().showMessage(f"{index.event_count:,} events, {format_ns(index.span[1] - index.span[0])}", 8000)
+        self.timeline.canvas.setFocus()  # W/A/S/D work right away
         self.utilisation.set_range(self.timeline.viewport.t0, self.timeline.viewport.t1)
         self.collective_waits.set_range(self.timeline.viewport.t0, self.timeline.viewport.t1)
         self.trace_loaded.emit(result)
