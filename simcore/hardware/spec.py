@@ -77,10 +77,10 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"hardware preset file {path} is not valid TOML ({str(exc).splitlines()[0].rstrip('.')}).") from None
     except UnicodeDecodeError:
         raise ConfigError(f"hardware preset file {path} is not UTF-8 text.") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"hardware preset file {path} is not valid TOML ({exc}).") from None
     except OSError as exc:
         raise ConfigError(f"cannot read hardware preset file {path} ({exc.strerror}).") from None
 
@@ -98,6 +98,8 @@ def _resolve(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         raise ConfigError(f"hardware preset file {path} does not exist.")
     data = _read_toml(path)
     base = data.pop("base", None)
+    if "name" in data and not isinstance(data["name"], str):
+        raise ConfigError(f"hardware preset file {path}: 'name' must be a string.")
     if base is not None:
         if not isinstance(base, str):
             raise ConfigError(f"hardware preset file {path}: 'base' must be a preset name.")
@@ -109,43 +111,78 @@ def _resolve(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     return data
 
 
+# keys whose values are tables of numbers by dtype
+_TABLES = {"tensor.macs_per_pe_cycle", "tensor.peak_tflops", "tensor.bf16_flop_weight", "vector.elems_per_cycle",
+           "scalar.elems_per_cycle"}
+# keys that must be positive integers
+_INTS = {"chips", "cores_per_chip", "tensor.rows", "tensor.cols", "tensor.moving_free_max", "tensor.stationary_buffers",
+         "tensor.mx_scale_group", "sbuf.bytes_per_core", "sbuf.partitions", "psum.bytes_per_core", "psum.partitions",
+         "psum.banks", "psum.bank_bytes_per_partition", "hbm.capacity_bytes", "dma.engines_per_core",
+         "dma.sim_queues_per_core"}
+# keys that must be strictly positive numbers (rates and clocks a duration is divided by)
+_POSITIVE = {"tensor.clock_ghz", "vector.clock_ghz", "scalar.clock_ghz", "gpsimd.clock_ghz", "hbm.bandwidth_gbps",
+             "dma.engine_gbps", "dma.efficient_bytes_per_partition", "link.bandwidth_gbps", "gpsimd.elems_per_cycle",
+             "scalar.exp_elems_per_cycle"}
+MAX_CHIPS = 1 << 16
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def _validate(data: dict[str, Any]) -> None:
+    """Every key the simulator reads is present with a usable value; else one sentence."""
     name = data.get("name", "?")
+    if not isinstance(name, str) or not name:
+        raise ConfigError("a hardware preset's 'name' must be a non-empty string.")
     for section, keys in _REQUIRED.items():
-        try:
-            node = _get(data, section)
-        except (KeyError, TypeError):
-            raise ConfigError(f"hardware preset '{name}' lacks the [{section}] section.") from None
+        node: Any = data
+        for part in section.split(".") if section else []:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            raise ConfigError(f"hardware preset '{name}' lacks the [{section}] section.")
         for key in keys:
+            where = f"{section}.{key}" if section else key
             if key not in node:
-                where = f"{section}.{key}" if section else key
                 raise ConfigError(f"hardware preset '{name}' lacks the key '{where}'.")
             value = node[key]
-            where = f"{section}.{key}" if section else key
             if where == "name":
                 continue
-            if where in _TABLES and not isinstance(value, dict):
-                raise ConfigError(f"hardware preset '{name}': '{where}' must be a table of numbers by dtype.")
-            values = value.values() if isinstance(value, dict) else [value]
+            if where in _TABLES:
+                if not isinstance(value, dict) or not value:
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must be a table of numbers by dtype.")
+                values = list(value.values())
+            else:
+                values = [value]
             for v in values:
-                if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                    raise ConfigError(f"hardware preset '{name}': '{where}' must be a finite number (got {v!r:.40}).")
+                if not _is_number(v):
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must be a finite number (got {v!r}).")
                 if v < 0:
                     raise ConfigError(f"hardware preset '{name}': '{where}' must not be negative (got {v}).")
-    for key in ("chips", "cores_per_chip"):
-        if not isinstance(data[key], int) or data[key] < 1:
-            raise ConfigError(f"hardware preset '{name}': '{key}' must be a positive integer.")
-    for key in ("clock_ghz",):
-        for section in ("tensor", "vector", "scalar", "gpsimd"):
-            if data[section][key] <= 0:
-                raise ConfigError(f"hardware preset '{name}': '{section}.{key}' must be positive.")
-    for key in ("bandwidth_gbps", "capacity_bytes"):
-        if data["hbm"][key] <= 0:
-            raise ConfigError(f"hardware preset '{name}': 'hbm.{key}' must be positive.")
-    if data["dma"]["engine_gbps"] <= 0 or data["dma"]["sim_queues_per_core"] < 1:
-        raise ConfigError(f"hardware preset '{name}': the DMA engines need a positive bandwidth and at least one queue.")
+                if where in _INTS and (not isinstance(v, int) or v < 1):
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must be a positive integer (got {v!r}).")
+                if where in _POSITIVE and v <= 0:
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must be positive (got {v}).")
+    if data["chips"] > MAX_CHIPS:
+        raise ConfigError(f"hardware preset '{name}': 'chips' must be at most {MAX_CHIPS} (got {data['chips']}).")
+    for key in ("macs_per_pe_cycle", "peak_tflops"):
+        if any(v <= 0 for v in data["tensor"][key].values()):
+            raise ConfigError(f"hardware preset '{name}': every 'tensor.{key}' entry must be positive.")
     if set(data["tensor"]["macs_per_pe_cycle"]) != set(data["tensor"]["peak_tflops"]):
         raise ConfigError(f"hardware preset '{name}': tensor.macs_per_pe_cycle and tensor.peak_tflops must list the same dtypes.")
+    if "bf16" not in data["vector"]["elems_per_cycle"] and "fp32" not in data["vector"]["elems_per_cycle"]:
+        raise ConfigError(f"hardware preset '{name}': 'vector.elems_per_cycle' needs a bf16 or fp32 entry.")
+    if any(v <= 0 for t in ("vector", "scalar") for v in data[t]["elems_per_cycle"].values()):
+        raise ConfigError(f"hardware preset '{name}': engine element rates must be positive.")
+    throttle = data["tensor"]["throttle"]
+    if not 0 < throttle["start_fraction"] <= 1:
+        raise ConfigError(f"hardware preset '{name}': 'tensor.throttle.start_fraction' must be in (0, 1].")
+    for section, keys in (("link", ("latency_ns",)), ("dma", ("descriptor_overhead_bytes",)),
+                          ("tensor", ("matmul_overhead_cycles",))):
+        for key in keys:
+            v = data[section].get(key, 0)
+            if not _is_number(v) or v < 0:
+                raise ConfigError(f"hardware preset '{name}': '{section}.{key}' must be a non-negative number (got {v!r}).")
 
 
 class Hardware:

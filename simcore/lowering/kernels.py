@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 
+from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import elementwise as E
 from simcore.lowering.attention import AttentionShape, lower_attention
@@ -139,8 +140,33 @@ def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
 _HW: dict[str, Hardware] = {}
 
 
+MAX_INSTRUCTIONS = 50_000_000
+
+
+def estimate_instructions(hw: Hardware, spec: KernelSpec) -> int:
+    """A quick upper estimate of a kernel's instruction count, before lowering it."""
+    P = hw.partitions
+    if spec.kind in ("matmul", "matmul_q"):
+        kp = hw.contraction_per_pass(spec.dtype)
+        return sum(-(-m // P) * -(-k // kp) * (-(-n // 512) + 1) + 16 for m, k, n in spec.args)
+    if spec.kind == "attention":
+        s = spec.args[0]
+        units = s.batch * s.kv_heads * max(1, -(-(s.group * s.q_len) // P))
+        return units * (-(-s.kv_len // 512)) * 30 + 16
+    rows, cols = (spec.args[0], 1) if spec.kind == "adamw" else spec.args[:2]
+    if spec.kind == "adamw":
+        rows, cols = P, -(-rows // P)
+    return (-(-rows // P)) * (-(-cols // 8192)) * 16 + 16
+
+
 def lower_kernel(hw: Hardware, spec: KernelSpec) -> Program:
     """The program of one kernel (cached per hardware and spec: layers repeat their shapes)."""
+    n = estimate_instructions(hw, spec)
+    if n > MAX_INSTRUCTIONS:
+        raise ConfigError(
+            f"kernel {spec.name} {spec.args[0] if spec.kind != 'attention' else ''} would need about {n:,} instructions "
+            f"on one core, above the simulator's limit of {MAX_INSTRUCTIONS:,}; use a smaller shape or more compute cores."
+        )
     key = json.dumps(hw.data, sort_keys=True, default=str)
     _HW.setdefault(key, hw)
     return _lower_cached(key, spec)

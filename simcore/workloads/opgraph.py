@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from simcore.errors import ConfigError
+from simcore.hardware import MATMUL_DTYPES
 from simcore.workloads.ops import Op, Workload
 
 MAX_REPEAT = 10_000  # beyond this a typo (or a fuzzer) would build ops until memory runs out
@@ -34,6 +35,22 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "matmul": ("quantize_a",),
+    "grouped_matmul": ("quantize_a",),
+    "attention": ("kv_heads", "head_dim", "d_qk", "d_v", "causal"),
+}
+MAX_DIM = (1 << 31) - 1
+MAX_OPS = 100_000
+MAX_LIST = 4096
+
+
+def _check_dtype(where: str, dtype: Any) -> str:
+    if not isinstance(dtype, str) or dtype not in MATMUL_DTYPES:
+        raise ConfigError(f"{where}: dtype must be one of {', '.join(MATMUL_DTYPES)} (got {dtype!r}).")
+    return dtype
+
+
 def _op(path: Path, raw: Any, layer: int, index: int, dtype: str) -> Op:
     where = f"{path} op {index + 1} of layer {layer}"
     if not isinstance(raw, dict):
@@ -45,14 +62,25 @@ def _op(path: Path, raw: Any, layer: int, index: int, dtype: str) -> Op:
     if missing:
         raise ConfigError(f"{where} ({kind}) lacks {', '.join(missing)}.")
     params = {k: v for k, v in raw.items() if k not in ("name", "kind", "dtype")}
+    known = set(REQUIRED[kind]) | set(OPTIONAL.get(kind, ()))
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ConfigError(f"{where} ({kind}) has unknown key '{unknown[0]}'; it takes {', '.join(sorted(known))}.")
+    if "name" in raw and not isinstance(raw["name"], str):
+        raise ConfigError(f"{where}: 'name' must be a string.")
     for k, v in params.items():
-        values = v if isinstance(v, list) else [v]
         if k in ("causal", "quantize_a"):
+            if not isinstance(v, bool):
+                raise ConfigError(f"{where} ({kind}): '{k}' must be true or false (got {v!r}).")
             continue
-        if isinstance(v, list) and (k != "ms" or not v):  # only grouped_matmul's per-group rows is a list
-            raise ConfigError(f"{where} ({kind}): '{k}' must be a positive integer (got {v!r:.40}).")
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in values):
-            raise ConfigError(f"{where} ({kind}): '{k}' must be a positive integer (got {v!r}).")
+        if (k == "ms") != isinstance(v, list):
+            what = "a list of positive integers" if k == "ms" else "a positive integer"
+            raise ConfigError(f"{where} ({kind}): '{k}' must be {what} (got {v!r}).")
+        if isinstance(v, list) and len(v) > MAX_LIST:
+            raise ConfigError(f"{where} ({kind}): '{k}' has {len(v)} entries; at most {MAX_LIST}.")
+        values = v if isinstance(v, list) else [v]
+        if not all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= MAX_DIM for x in values):
+            raise ConfigError(f"{where} ({kind}): '{k}' must be a positive integer up to {MAX_DIM} (got {v!r}).")
     if kind == "attention":
         hd = params.pop("head_dim", 128)
         params.setdefault("d_qk", hd)
@@ -65,7 +93,7 @@ def _op(path: Path, raw: Any, layer: int, index: int, dtype: str) -> Op:
             raise ConfigError(f"{where}: q_len {params['q_len']} exceeds kv_len {params['kv_len']}.")
     if kind in ("matmul", "grouped_matmul"):
         params.setdefault("quantize_a", False)
-    op_dtype = raw.get("dtype", dtype if kind in ("matmul", "grouped_matmul") else "bf16")
+    op_dtype = _check_dtype(where, raw.get("dtype", dtype if kind in ("matmul", "grouped_matmul") else "bf16"))
     return Op(str(raw.get("name", f"{kind}{index}")), kind, params, op_dtype, layer)
 
 
@@ -79,9 +107,14 @@ def load_opgraph(path: str | Path, dtype: str | None = None) -> Workload:
         raise ConfigError(f"op-graph file {p} is not UTF-8 text.") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"op-graph file {p} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    except RecursionError:
+        raise ConfigError(f"op-graph file {p} nests too deeply to be an op graph.") from None
     if not isinstance(data, dict):
         raise ConfigError(f"op-graph file {p} must hold a JSON object.")
-    dt = dtype or data.get("dtype", "bf16")
+    dt = _check_dtype(f"op-graph file {p}", dtype or data.get("dtype", "bf16"))
+    name = data.get("name", p.stem)
+    if not isinstance(name, str):
+        raise ConfigError(f"op-graph file {p}: 'name' must be a string.")
     layers = data.get("layers")
     if layers is None:
         if not isinstance(data.get("ops"), list):
@@ -90,16 +123,19 @@ def load_opgraph(path: str | Path, dtype: str | None = None) -> Workload:
     if not isinstance(layers, list) or not layers:
         raise ConfigError(f"op-graph file {p}: 'layers' must be a non-empty list.")
     repeat = data.get("repeat", 1)
-    if not isinstance(repeat, int) or isinstance(repeat, bool) or not 1 <= repeat <= MAX_REPEAT:
-        raise ConfigError(f"op-graph file {p}: 'repeat' must be a positive integer up to {MAX_REPEAT}.")
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ConfigError(f"op-graph file {p}: 'repeat' must be a positive integer.")
+    for li, layer in enumerate(layers):
+        if not isinstance(layer, dict) or not isinstance(layer.get("ops"), list) or not layer["ops"]:
+            raise ConfigError(f"op-graph file {p}: layer {li} needs a non-empty 'ops' list.")
+    total = repeat * sum(len(layer["ops"]) for layer in layers)
+    if total > MAX_OPS:
+        raise ConfigError(f"op-graph file {p} expands to {total} ops; at most {MAX_OPS} are simulated.")
     ops: list[Op] = []
     names: dict[int, str] = {}
     for r in range(repeat):
         for li, layer in enumerate(layers):
             L = r * len(layers) + li
-            if not isinstance(layer, dict) or not isinstance(layer.get("ops"), list) or not layer["ops"]:
-                raise ConfigError(f"op-graph file {p}: layer {li} needs a non-empty 'ops' list.")
             names[L] = str(layer.get("name", f"layer {L}")) + (f" #{r}" if repeat > 1 else "")
             ops += [_op(p, raw, L, i, dt) for i, raw in enumerate(layer["ops"])]
-    name = str(data.get("name", p.stem))
-    return Workload(name, name, "model", dt, ops, {"source_file": str(p), "repeat": repeat}, data.get("phase"), names)
+    return Workload(name, name, "model", dt, ops, {"source_file": str(p), "repeat": repeat}, data.get("phase") if isinstance(data.get("phase"), str) else None, names)

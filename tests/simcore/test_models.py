@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+import simcore
+
 from simcore.capture.config import CaptureConfig, resolve
 from simcore.errors import ConfigError
 from simcore.workloads import MODELS
@@ -116,3 +118,24 @@ def test_bad_opgraph_files(tmp_path, graph, message):
 def test_invalid_collective_requests(options, message):
     with pytest.raises(ConfigError, match=message):
         resolve(CaptureConfig(**options))
+
+
+def test_an_op_too_big_to_simulate_fails_before_lowering(tmp_path):
+    f = tmp_path / "huge.json"
+    f.write_text(json.dumps({"ops": [{"kind": "matmul", "m": 2**31 - 1, "k": 65536, "n": 65536}]}))
+    with pytest.raises(ConfigError, match="above the simulator's limit"):
+        simcore.capture(workload=str(f), out_path=tmp_path / "h.trnx")
+    assert not (tmp_path / "h.trnx").exists()
+
+
+@pytest.mark.parametrize("graph, message", [
+    ({"ops": [{"kind": "matmul", "m": 1, "k": 2, "n": 3}], "repeat": 10**18}, "expands to"),
+    ({"ops": [{"kind": "matmul", "m": 1, "k": 2, "n": 3}], "repeat": True}, "'repeat' must be a positive integer"),
+    ({"ops": [{"kind": "matmul", "m": 1, "k": 2, "n": 3, "bogus": 1}]}, "unknown key 'bogus'"),
+    ({"ops": [{"kind": "matmul", "m": 1, "k": 2, "n": 3}], "dtype": "int4"}, "dtype must be one of"),
+])
+def test_opgraph_limits(tmp_path, graph, message):
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps(graph))
+    with pytest.raises(ConfigError, match=message):
+        resolve(CaptureConfig(workload=str(f)))
