@@ -93,8 +93,13 @@ def _parse_cores(cores: Any, n: int) -> list[int] | None:
             picked = [int(x) for x in text.split(",") if x.strip()]
         except ValueError:
             raise ConfigError(f"--cores '{cores}' must be 'all' or core numbers like 0,1,2.") from None
-    else:
+    elif isinstance(cores, (int, np.integer)) and not isinstance(cores, bool):
+        picked = [int(cores)]
+    elif isinstance(cores, (list, tuple)) and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in cores):
         picked = [int(x) for x in cores]
+    else:
+        raise ConfigError(f"--cores {cores!r} must be 'all' or core numbers like 0,1,2.")
     if not picked:
         raise ConfigError("--cores names no core; give 'all' or core numbers like 0,1.")
     bad = [c for c in picked if not 0 <= c < n]
