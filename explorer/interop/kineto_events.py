@@ -64,7 +64,7 @@ class RankEvents:
     cpu_ops: Columns = field(default_factory=Columns)
     process_names: dict[str, str] = field(default_factory=dict)
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
-    comm_args: dict[Any, dict[str, Any]] = field(default_factory=dict)  # External id -> record_param_comms args
+    comm_args: dict[Any, Any] = field(default_factory=dict)  # External id -> record_param_comms args (dict or Args)
     skipped: int = 0
     total: int = 0
 
@@ -141,8 +141,6 @@ _NO_ARGS = (None, None, None, None)
 def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
     """Column by column. Events of a big file lie all over memory, so each one is
     visited once (one tuple of its fields) and everything after works on those."""
-    from explorer.interop.kineto_schema import args_dict
-
     out = RankEvents(total=len(events))
     wanted = GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT})
     # TypeError (an unhashable category) -> tolerant path
@@ -160,12 +158,14 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
         if a is not None and a.name is not None:
             _metadata(out, {"name": name_c[i], "pid": pid_c[i], "tid": tid_c[i], "args": {"name": a.name}})
     is_x = ph == "X"
-    cat = np.empty(len(cat_c), dtype=object)
-    cat[:] = cat_c
+    kinds = sorted(set(cat_c) & wanted)
+    code_of = {k: i for i, k in enumerate(kinds)}
+    cat = np.fromiter((code_of.get(c, -1) for c in cat_c), dtype=np.int32, count=len(cat_c))
+    plain_ids = {type(x) for x in pid_c} | {type(x) for x in tid_c} <= {int, str}
     names = _Names()
     skipped = 0
-    for kind in set(cat_c) & wanted:
-        idx = np.flatnonzero(is_x & (cat == kind)).tolist()
+    for code, kind in enumerate(kinds):
+        idx = np.flatnonzero(is_x & (cat == code)).tolist()
         if not idx:
             continue
         target = out.kernels if kind in GPU_KERNEL_CATS else out.copies if kind in GPU_COPY_CATS else out.cpu_ops
@@ -192,21 +192,23 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
             where = [(pid_c[i], tid_c[i]) for i in idx]
         else:
             where = [(pid_c[i] if d is None else d, tid_c[i] if st is None else st) for i, d, st in zip(idx, device, stream)]
-        norm = {w: _place(*w) for w in set(where)}  # TypeError (unhashable id) -> tolerant path
+        if not plain_ids or target is not out.cpu_ops:  # GPU ids come from args: check them too
+            norm = {w: _place(*w) for w in set(where)}  # TypeError (unhashable id) -> tolerant path
+            where = [norm[w] for w in where]
         if target is out.kernels:
-            keep_args = [args_dict(a) if r[1] and a is not None else None for a, r in zip(args, resolved)]
+            keep_args = [a if r[1] else None for a, r in zip(args, resolved)]  # Args read like dicts
         elif target is out.copies:
-            keep_args = [None if a is None else args_dict(a) for a in args]
+            keep_args = args
         else:
-            keep_args = [args_dict(a) if a is not None and (c is not None or r[0] == "record_param_comms") else None
+            keep_args = [a if a is not None and (c is not None or r[0] == "record_param_comms") else None
                          for a, c, r in zip(args, coll, resolved)]
             for a in keep_args:
                 if a is not None and a.get("External id") is not None:
-                    out.comm_args[_key(a["External id"])] = a
+                    out.comm_args[_key(a.get("External id"))] = a
         target.ts.append(ts)  # numpy chunks, concatenated below
         target.dur.append(dur)
         target.name.extend([r[0] for r in resolved])
-        target.where.extend([norm[w] for w in where])
+        target.where.extend(where)
         target.ext.extend(ext)
         target.args.extend(keep_args)
         target.cat.extend([kind] * len(idx))

@@ -33,6 +33,7 @@ from simcore.trace import TraceWriter
 from explorer.interop import kineto_collectives as KC
 from explorer.interop.kineto_events import RankEvents, dur_ns, extract, is_comm_kernel, to_ns
 from explorer.interop.kineto_json import KinetoFile, load_kineto
+from explorer.interop.kineto_schema import args_dict
 
 _RANK_IN_NAME = re.compile(r"rank[\s_\-.]*(\d+)", re.I)
 _STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)")
@@ -273,9 +274,9 @@ class _Builder:
         comm = [j for j, n in enumerate(names) if n in comm_names]
         for j in comm:
             i = order[j]
-            args = k.args[i] or {}
+            args = args_dict(k.args[i] or {})
             if "Collective name" not in args and k.ext[i] is not None:
-                args = {**ev.comm_args.get(str(k.ext[i]), {}), **args}
+                args = {**args_dict(ev.comm_args.get(str(k.ext[i]), {})), **args}
             self.comm.append(KC.CommKernel(rank, int(start[i]), int(start[i] + dur[i]), names[j], args, int(op[i])))
         if comm and rank not in self.comm_track:
             self.comm_track[rank] = self.track(rank, -1, "cc", "NCCL")

@@ -30,6 +30,15 @@ class Args(msgspec.Struct, omit_defaults=True, gc=False):
     pg_name: Any = msgspec.field(default=None, name="Process Group Name")
     pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
 
+    def get(self, key: str, default: Any = None) -> Any:
+        """Read like the args dict: `args.get("Collective name")` (None values count as absent)."""
+        attr = _ATTRS.get(key)
+        value = None if attr is None else getattr(self, attr)
+        return default if value is None else value
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
 
 class Event(msgspec.Struct, gc=False):
     ph: Any = None
@@ -54,6 +63,7 @@ class Document(msgspec.Struct):
 _DOC = msgspec.json.Decoder(Document)
 _ARRAY = msgspec.json.Decoder(list[Event])
 _KINETO_NAMES = {f.name: f.encode_name for f in msgspec.structs.fields(Args)}
+_ATTRS = {kineto: attr for attr, kineto in _KINETO_NAMES.items()}
 HEADER_KEYS = ("distributedInfo", "deviceProperties", "traceName", "schemaVersion", "baseTimeNanoseconds")
 
 
@@ -72,8 +82,10 @@ def decode(data: bytes) -> tuple[list[Event], dict[str, Any]] | None:
     return None
 
 
-def args_dict(args: Args) -> dict[str, Any]:
-    """An `Args` back as a dict under Kineto's key names (for the few events that keep args)."""
+def args_dict(args: Args | dict[str, Any]) -> dict[str, Any]:
+    """An `Args` back as a dict under Kineto's key names (a dict stays as it is)."""
+    if isinstance(args, dict):
+        return args
     return {_KINETO_NAMES[k]: v for k, v in msgspec.structs.asdict(args).items() if v is not None}
 
 
