@@ -17,7 +17,7 @@ AUTO_COLLAPSE_ROWS = 160  # above this many rows, groups start folded ...
 OPEN_CORES = 2  # ... except chip 0 and its first cores
 
 
-@dataclass
+@dataclass(eq=False)  # nodes are compared (and hashed) by identity
 class Node:
     key: str  # "chip:0", "chip:0/core:3", "track:17"
     label: str
