@@ -9,31 +9,9 @@ import click
 
 def preset_facts() -> dict:
     """Everything `trnx presets` prints, as plain data (also what `--json` emits)."""
-    from simcore.hardware import load_hardware, preset_names
-    from simcore.workloads import MICROBENCHMARKS, MODELS
+    from simcore.capture import choices
 
-    hardware = []
-    for name in preset_names():
-        hw = load_hardware(name)
-        hardware.append({
-            "name": name,
-            "description": hw.data.get("description", ""),
-            "chips": hw.chips,
-            "cores_per_chip": hw.cores_per_chip,
-            "peak_tflops_per_core": hw.tensor["peak_tflops"],
-            "hbm_gib": round(hw.hbm_capacity / 2**30, 1),
-            "hbm_tbps": hw.hbm_bytes_per_ns / 1e3,
-            "sbuf_mib_per_core": round(hw.sbuf_bytes / 2**20, 1),
-            "dtypes": hw.matmul_dtypes(),
-        })
-    models = [{"name": m.name, "display": m.display, "params_b": round(m.total_params() / 1e9, 2), "layers": m.layers,
-               "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads,
-               "moe": None if m.moe is None else f"{m.moe.experts} experts, top-{m.moe.top_k}"
-               + (f", {m.moe.shared_experts} shared" if m.moe.shared_experts else ""),
-               "attention": "MLA" if m.mla else "GQA", "source": m.source} for m in MODELS.values()]
-    micro = [{"name": k, "shape": v["shape"], "default": list(v["default"]), "help": v["help"]}
-             for k, v in MICROBENCHMARKS.items()]
-    return {"hardware": hardware, "models": models, "microbenchmarks": micro}
+    return choices()
 
 
 @click.command(help="List hardware presets, models and micro-benchmarks for `trnx capture`.")

@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from simcore.capture.config import CaptureConfig, Resolved, resolve
+from simcore.capture.config import CaptureConfig, Resolved, choices, resolve
 from simcore.capture.engine import CaptureCancelled, Progress, capture_to, simulate
 from simcore.errors import ConfigError
 
@@ -52,4 +52,4 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["CaptureCancelled", "CaptureConfig", "Resolved", "capture", "resolve", "simulate"]
+__all__ = ["CaptureCancelled", "CaptureConfig", "Resolved", "capture", "choices", "resolve", "simulate"]

@@ -201,3 +201,29 @@ def resolve(config: CaptureConfig) -> Resolved:
             "or pass an op-graph .json file."
         )
     return Resolved(c, hw, wl, cc, detail, detail_cores or [], mem)
+
+
+def choices() -> dict[str, Any]:
+    """What a capture can be asked for, for UIs (the GUI capture dialog, `trnx presets`):
+    hardware presets with their key figures, models, micro-benchmarks, phases, details."""
+    from simcore.hardware import preset_names
+
+    hardware = []
+    for name in preset_names():
+        hw = load_hardware(name)
+        hardware.append({
+            "name": name, "description": hw.data.get("description", ""), "chips": hw.chips,
+            "cores_per_chip": hw.cores_per_chip, "peak_tflops_per_core": dict(hw.tensor["peak_tflops"]),
+            "hbm_gib": round(hw.hbm_capacity / 2**30, 1), "hbm_tbps": hw.hbm_bytes_per_ns / 1e3,
+            "sbuf_mib_per_core": round(hw.sbuf_bytes / 2**20, 1), "dtypes": hw.matmul_dtypes(),
+        })
+    models = [{"name": m.name, "display": m.display, "params_b": round(m.total_params() / 1e9, 2), "layers": m.layers,
+               "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads, "max_position": m.max_position,
+               "moe": None if m.moe is None else f"{m.moe.experts} experts, top-{m.moe.top_k}"
+               + (f", {m.moe.shared_experts} shared" if m.moe.shared_experts else ""),
+               "attention": "MLA" if m.mla else "GQA", "source": m.source} for m in MODELS.values()]
+    micro = [{"name": k, "shape": v["shape"], "default": list(v["default"]), "help": v["help"]}
+             for k, v in MICROBENCHMARKS.items()]
+    return {"hardware": hardware, "models": models, "microbenchmarks": micro, "phases": list(PHASES),
+            "details": list(DETAILS), "defaults": {"seq": DEFAULT_SEQ, "context_decode": DEFAULT_CONTEXT,
+                                                   "phase": "decode", "batch": 1, "dtype": "bf16", "seed": 0}}
