@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from explorer.model.engine_time import engine_activity
 from explorer.model.intervals import (
     clip,
     covered_by_runs,
@@ -197,20 +198,14 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
         if not (whole and all_tracks):
             keep = in_tracks[tid] & overlaps(start, end, t0, t1)
             tid, start, end = tid[keep], start[keep], end[keep]
-        eng = engine_of_track[tid]
-        unit = track_unit[tid]
-        is_engine = eng >= 0
-        group = unit * len(ENGINES) + np.maximum(eng, 0)
-        cnt = np.bincount(group[is_engine], minlength=units.n * len(ENGINES)).reshape(units.n, len(ENGINES))
         s, e = (start, end) if whole else clip(start, end, t0, t1)
         group_of_track = np.where(engine_of_track >= 0, track_unit * len(ENGINES) + np.maximum(engine_of_track, 0),
                                   units.n * len(ENGINES))
         n_groups = units.n * len(ENGINES) + 1
-        act = union_length_by_track_groups(tid, group_of_track, s, e, n_groups)[:-1].reshape(units.n, len(ENGINES))
-        # for the cores' total active time only intervals outside their kernels matter
-        outside = ~covered_by_runs(unit, s, e, *kernel_runs)
-        if outside.any():
-            active_runs.append((unit[outside], s[outside], e[outside]))
+        cnt, act, outside = engine_activity(tid, s, e, group_of_track, track_unit, n_groups, kernel_runs)
+        cnt = cnt[:-1].reshape(units.n, len(ENGINES))
+        act = act[:-1].reshape(units.n, len(ENGINES))
+        active_runs.extend(outside)  # a core's total active time: its kernel runs plus what lies outside them
         for i, eng_name in enumerate(ENGINES):
             out[f"{eng_name}_engine_instruction_count"] += cnt[:, i]
             out[f"{eng_name}_engine_active_time_ns"] += act[:, i]
@@ -226,8 +221,8 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
                 rows = tr if keep is None else np.flatnonzero(keep)[tr]
                 fl = num(ins, "flops")[rows] * overlap_fraction(start[tr], end[tr], t0, t1)
                 w = _weights(peaks, d_vocab)[d_codes[rows]]
-                np.add.at(out["transpose_flops"], unit[tr], fl)
-                np.add.at(out["transpose_flops_bf16"], unit[tr], np.nan_to_num(fl * w))
+                np.add.at(out["transpose_flops"], track_unit[tid[tr]], fl)
+                np.add.at(out["transpose_flops_bf16"], track_unit[tid[tr]], np.nan_to_num(fl * w))
 
     # -- DMA: active time, transfers, small transfers -----------------------------------
     dma = trace.dma

@@ -79,3 +79,30 @@ def test_mean_concurrency_against_brute_force():
         per_ns = [int(((s[same] <= t) & (e[same] > t)).sum()) for t in range(s[i], e[i])]
         assert got[i] == np.mean(per_ns)
     assert mean_concurrency(np.array([0, 0]), np.array([0, 10]), np.array([10, 20])).tolist() == [1.0, 1.0]
+
+
+def test_engine_activity_slices_agree_with_the_generic_path():
+    from explorer.model.engine_time import _generic, engine_activity
+    from explorer.model.intervals import union_runs_per_group
+
+    rng = np.random.default_rng(11)
+    tids, starts, ends = [], [], []
+    for track in (3, 0, 1, 2, 4):  # grouped by track, not in id order; track 2 overlaps itself
+        d = rng.integers(0, 30, 80)
+        s = np.cumsum(rng.integers(0, 25, 80) + (d if track != 2 else 0))
+        tids.append(np.full(80, track))
+        starts.append(s)
+        ends.append(s + d)
+    tid, start, end = np.concatenate(tids), np.concatenate(starts), np.concatenate(ends)
+    group_of_track = np.array([0, 0, 1, 2, 5])  # tracks 0 and 1: one engine on two rows; 5: not an engine
+    unit_of_track = np.array([1, 1, 1, 1, 2])
+    ku, ks, ke = np.array([1, 1, 2]), np.array([0, 900, 0]), np.array([600, 5000, 100])
+    runs = union_runs_per_group(ku, ks, ke)
+    fast = engine_activity(tid, start, end, group_of_track, unit_of_track, 6, runs)
+    slow = _generic(tid, start, end, group_of_track, unit_of_track, 6, runs)
+    assert fast[0].tolist() == slow[0].tolist() and fast[1].tolist() == slow[1].tolist()
+
+    def covered(parts):
+        return sorted((int(u), int(s), int(e)) for p in parts for u, s, e in zip(*p))
+
+    assert covered(fast[2]) == covered(slow[2]) and covered(fast[2])
