@@ -13,7 +13,7 @@ import numpy as np
 
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
-from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, N_COMPUTE_ENGINES, OPCODES, Program, dma_track_name
+from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, Program, dma_track_name
 from simcore.timing.window import Timed
 from simcore.trace import TraceWriter
 from simcore.trace import schema as S

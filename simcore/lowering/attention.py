@@ -109,7 +109,7 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     kv_unit_key = u_seq * s.kv_heads + u_kvh if resident else np.arange(n_units)
     owner_first = np.r_[True, kv_unit_key[1:] != kv_unit_key[:-1]]
     owners = np.flatnonzero(owner_first)  # first unit of each K/V owner
-    load_len = np.where(resident, s.kv_len, u_kv[owners]) if not resident else np.full(len(owners), s.kv_len)
+    load_len = np.full(len(owners), s.kv_len) if resident else u_kv[owners]  # streamed: only the keys it sees
     DMA_KEYS = 4096
     nld = np.ceil(load_len / DMA_KEYS).astype(np.int64)
     ld_owner, ld_local = _expand(nld)
@@ -146,7 +146,7 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     last_pv_of_chunk = ids_pv + np.cumsum(nsub) - 1
     last_chunk_of_unit = np.cumsum(u_nchunk) - 1
     # buffer release: the newest earlier owner (at most owner-2) whose last PV precedes this load in program order
-    own_done_key = gkey[last_chunk_of_unit[last_unit_of_owner] + LAG] + 10 + 0.1 * (P // P) * 0 + 9.0
+    own_done_key = gkey[last_chunk_of_unit[last_unit_of_owner] + LAG] + 20  # after its last PV (slots 10-12)
     rel_owner = np.minimum(owner_of_unit[ld_unit] - 2, np.searchsorted(own_done_key, ld_key, side="left") - 1)
     rel = np.where(rel_owner >= 0, last_pv_of_chunk[last_chunk_of_unit[last_unit_of_owner[np.maximum(rel_owner, 0)]]], -1)
     k_bytes = (ld_len * s.d_qk * 2).astype(np.int64)
@@ -159,8 +159,7 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     # which load covers chunk c: the owner's load index floor(key offset / DMA_KEYS)
     ld_first_of_owner = np.cumsum(nld) - nld
     c_owner = owner_of_unit[c_unit]
-    c_key_off = (c_local * CHUNK) if resident is False else (c_local * CHUNK)
-    c_ld = ld_first_of_owner[c_owner] + np.minimum(c_key_off // DMA_KEYS, nld[c_owner] - 1)
+    c_ld = ld_first_of_owner[c_owner] + np.minimum(c_local * CHUNK // DMA_KEYS, nld[c_owner] - 1)
     # -- Q loads per unit (released by the final normalisation two units back)
     q_key = gkey[first_chunk_of_unit] - 1
     fin_keys = gkey[last_chunk_of_unit + LAG] + 31
@@ -180,6 +179,7 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
                 (lsq, k_dma + c_ld[pc], np.where(pl == 0, bank_rel[pc], -1)),
                 flops=(2 * c_rows[pc] * d_this * c_len[pc]).astype(np.int64),
                 bytes=(d_this * c_len[pc] * 2 + c_rows[pc] * c_len[pc] * 4).astype(np.int64), pe=True)
+    assert mms[0] == ids_mms
     last_s = ids_mms + np.arange(NCH) * dpass + dpass - 1
     diag_idx = np.flatnonzero(c_diag)
     if n_mask:

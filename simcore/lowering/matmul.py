@@ -186,8 +186,8 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     a_of_block = (B_kb if a_resident else np.arange(NB))  # index into the A loads
     # id bases in add order
     id0 = b.count
-    trigA, dmaA = id0, id0 + NA
-    trigB, dmaB = id0 + 2 * NA, id0 + 2 * NA + NB
+    dmaA = id0 + NA            # after the A loads' NA DmaTriggers
+    dmaB = id0 + 2 * NA + NB   # after the B loads' NB DmaTriggers
     qid = id0 + 2 * NA + 2 * NB
     lsid = qid + (NA if quant else 0)
     mmid = lsid + NLS
