@@ -65,7 +65,7 @@ class _Table:
         self.id = num(t, "id")
         self.track = num(t, "track_id")
         self.start = num(t, "start_ns")
-        self.end = self.start + num(t, "dur_ns")
+        self._dur = num(t, "dur_ns")
         self.kernel = num(t, "kernel_id")
         if code == INSTRUCTION:
             c, v = codes(t, "opcode")
@@ -77,9 +77,16 @@ class _Table:
         n = len(self.id)
         # rows grouped by track with starts sorted (what writers produce): the previous event on a
         # track is the previous row, and no order index is needed
-        self.key_sorted = n < 2 or bool(
-            ((self.track[1:] > self.track[:-1]) | ((self.track[1:] == self.track[:-1]) & (self.start[1:] >= self.start[:-1]))).all()
-        )
+        self.key_sorted = True
+        if n > 1:
+            boundary = self.track[1:] != self.track[:-1]
+            slices = np.r_[0, np.flatnonzero(boundary) + 1]
+            grouped = len(np.unique(self.track[slices])) == len(slices)
+            self.key_sorted = grouped and bool((boundary | (self.start[1:] >= self.start[:-1])).all())
+
+    @cached_property
+    def end(self) -> np.ndarray:
+        return self.start + self._dur
 
     @cached_property
     def order(self) -> np.ndarray:

@@ -117,17 +117,23 @@ class Hierarchy:
         busy = np.zeros(n)
         count = np.zeros(n, np.int64)
         if ins.num_rows and n:
-            kidx = self._kernel_index(ids, num(ins, "kernel_id"))
+            # rows come in long runs of one kernel on one track: resolve each run once
+            kid = num(ins, "kernel_id")
+            tid = self.tracks.check("instructions", num(ins, "track_id"))
+            first = np.r_[0, np.flatnonzero((kid[1:] != kid[:-1]) | (tid[1:] != tid[:-1])) + 1]
+            run_len = np.diff(np.r_[first, len(kid)])
+            run_dur = np.add.reduceat(num(ins, "dur_ns"), first).astype(np.float64)
+            kidx = self._kernel_index(ids, kid[first])
             kind_idx = np.full(len(self.tracks), -1, np.int64)
             for i, kind in enumerate(_ENGINE_ROWS):
                 kind_idx[self.tracks.kind == kind] = i
-            row_kind = kind_idx[self.tracks.check("instructions", num(ins, "track_id"))]
+            row_kind = kind_idx[tid[first]]
             ok = (kidx >= 0) & (row_kind >= 0)
-            per = np.bincount(kidx[ok] * len(_ENGINE_ROWS) + row_kind[ok],
-                              weights=num(ins, "dur_ns")[ok].astype(np.float64),
+            per = np.bincount(kidx[ok] * len(_ENGINE_ROWS) + row_kind[ok], weights=run_dur[ok],
                               minlength=n * len(_ENGINE_ROWS)).reshape(n, len(_ENGINE_ROWS))
             busy = per.max(axis=1)
-            count = np.bincount(kidx[kidx >= 0], minlength=n)
+            has = kidx >= 0
+            count = np.rint(np.bincount(kidx[has], weights=run_len[has], minlength=n)).astype(np.int64)
         dma = self.trace.dma
         dma_busy = np.zeros(n)
         dma_count = np.zeros(n, np.int64)
