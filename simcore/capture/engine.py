@@ -21,7 +21,6 @@ from simcore.capture.config import Resolved
 from simcore.capture.tables import TraceTables
 from simcore.errors import UserError
 from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
-from simcore.lowering.program import N_COMPUTE_ENGINES
 from simcore.timing.window import schedule_window
 from simcore.trace import TraceWriter
 
@@ -32,7 +31,7 @@ class CaptureCancelled(UserError):
     """The caller cancelled the capture; nothing was written."""
 
 
-def simulate(res: Resolved, writer: TraceWriter | None, progress: Progress | None = None, cancel: Any = None) -> TraceTables:
+def simulate(res: Resolved, writer: TraceWriter | None = None, progress: Progress | None = None, cancel: Any = None) -> TraceTables:
     """Simulate `res` into trace tables (written through `writer` when given)."""
     hw, wl = res.hw, res.workload
     n_cores = hw.cores_per_chip
@@ -106,4 +105,4 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
     return path
 
 
-__all__ = ["CaptureCancelled", "capture_to", "simulate", "N_COMPUTE_ENGINES"]
+__all__ = ["CaptureCancelled", "capture_to", "simulate"]
