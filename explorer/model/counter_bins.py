@@ -65,6 +65,12 @@ class CounterSeries:
         ic = np.maximum(i, 0)
         return np.where(i >= 0, self._integral[ic] + self.value[ic] * (t - self.time[ic]), 0.0)
 
+    def _integral_at(self, t: np.ndarray, held: np.ndarray) -> np.ndarray:
+        if self._integral is None:
+            self.integral_before(t[:1])
+        hc = np.maximum(held, 0)
+        return np.where(held >= 0, self._integral[hc] + self.value[hc] * (t - self.time[hc]), 0.0)
+
     def mean_in(self, t0: float, t1: float) -> float:
         """Time-weighted mean over [t0, t1) (before the first sample counts as 0)."""
         if t1 <= t0:
@@ -105,9 +111,9 @@ class CounterSeries:
         # a sample exactly at the right edge belongs to the next bin
         at_edge = (held[1:] >= 0) & (self.time[np.maximum(held[1:], 0)] == e[1:])
         stop = np.where(at_edge & (stop - 1 > first), stop - 1, stop)
-        per_bin = np.maximum(stop - first, 1)
         # pick a pyramid level whose blocks stay well under the typical samples per bin
-        level = int(np.clip(np.floor(np.log2(max(np.median(per_bin), 1.0) / 4.0)), 0, None))
+        per_bin = max((int(stop[-1]) - int(first[0])) / nb, 1.0)
+        level = max(int(np.floor(np.log2(per_bin / 4.0))), 0) if per_bin >= 8 else 0
         levels = self._pyramid()
         level = min(level, len(levels) - 1)
         lo_arr, hi_arr = levels[level]
@@ -121,7 +127,7 @@ class CounterSeries:
         vmax = np.maximum.reduceat(hi_arr, idx)[0::2]
         # reduceat gives a[idx] alone where idx[i] >= idx[i+1]; that is the one-sample case
         last = self.value[np.maximum(stop - 1, 0)]
-        integ = self.integral_before(e)
+        integ = self._integral_at(e, held)  # same edges, same held samples: no second search
         mean = np.diff(integ) / np.maximum(np.diff(e), 1e-12)
         none = self.time[0] >= e[1:]  # no sample before the bin's right edge
         for arr in (vmin, vmax, mean, last):

@@ -268,6 +268,7 @@ class TrackCanvas(QWidget):
         bg = np.array([P.BACKGROUND.red(), P.BACKGROUND.green(), P.BACKGROUND.blue()], dtype=np.float32)
         buf = np.empty((len(lanes) + len(folded), tw), dtype=np.uint32)
         self._paint_folded_summaries(buf[len(lanes):], folded, edges)
+        last = np.zeros((0, 1), dtype=np.int64)
         if lanes:
             # every row's pixels at once: coverage fraction and the category under each pixel
             frac, last = fractions_many([lane.coverage for _, lane in lanes], edges)
@@ -283,9 +284,12 @@ class TrackCanvas(QWidget):
         img = QImage(buf.data, tw, len(buf), tw * 4, QImage.Format_RGB32)
         for i, g in enumerate([g for g, _ in lanes] + folded):
             p.drawImage(QRectF(GUTTER, g.y + 1, tw, g.h - 2), img, QRectF(0, i, tw, 1))
-        for g, lane in lanes:
+        limit = tw // SPARSE_PX_PER_EVENT
+        for i, (g, lane) in enumerate(lanes):
+            if last[i, -1] - last[i, 0] > limit:  # at least that many start on screen: dense
+                continue
             a, b = lane.visible(vp.t0, vp.t1)
-            if 0 < b - a <= tw // SPARSE_PX_PER_EVENT:
+            if 0 < b - a <= limit:
                 self._paint_rects(p, g, lane, a, b)
 
     def _paint_folded_summaries(self, out: np.ndarray, folded: list[RowGeom], edges: np.ndarray) -> None:
