@@ -596,7 +596,14 @@ class TrackCanvas(QWidget):
         if ref is None:
             return ""
         s, e = index.interval(ref)
-        return f"{describe(index, ref)}\nduration {format_ns(e - s)}"
+        text = f"{describe(index, ref)}\nduration {format_ns(e - s)}"
+        lane = index.lanes[g.track_id]
+        px_ns = 1.0 / self.px_per_ns()
+        a, b = lane.visible(t - px_ns / 2, t + px_ns / 2)
+        if b - a > 1:  # several events share this pixel (Tracy folds them): say how many and how busy
+            busy = lane.coverage.fractions(np.array([t - px_ns / 2, t + px_ns / 2]))[0]
+            text += f"\nthis pixel: {b - a:,} events over {format_ns(px_ns)}, {100 * busy:.0f}% busy (zoom in with W)"
+        return text
 
     # -- input -----------------------------------------------------------------------
     def mousePressEvent(self, event) -> None:  # noqa: N802

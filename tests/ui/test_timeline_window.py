@@ -132,7 +132,16 @@ def test_hover_shows_a_tooltip_for_events_and_counters(window):
     ref = window.loaded.index.find_id(2)
     QTest.mouseMove(canvas, canvas.point_for(ref))
     assert canvas.hover_text.startswith("MultiplyMoving on TensorMatrix (chip 0 core 0) at 2 us")
-    assert "duration 800 ns" in canvas.hover_text
+    assert "duration 800 ns" in canvas.hover_text and "this pixel" not in canvas.hover_text
+    tl.zoom_to(0, 100_000)  # over 100 ns per pixel: the Vector row folds events into pixels
+    g = geom(canvas, "track:1")
+    for x in range(GUTTER + 200, GUTTER + 240):
+        QTest.mouseMove(canvas, QPoint(x, g.y + g.h // 2))
+        if "this pixel: 2 events" in canvas.hover_text:
+            break
+    from explorer.model.units import format_ns
+
+    assert f"this pixel: 2 events over {format_ns(1 / canvas.px_per_ns())}" in canvas.hover_text
     counters = tl.counter_canvas
     tl.zoom_to(0, 100_000)
     g = geom(counters, "track:7")  # HBM Read: 300 GB/s from 50 us
