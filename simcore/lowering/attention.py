@@ -110,7 +110,7 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     owner_first = np.r_[True, kv_unit_key[1:] != kv_unit_key[:-1]]
     owners = np.flatnonzero(owner_first)  # first unit of each K/V owner
     load_len = np.full(len(owners), s.kv_len) if resident else u_kv[owners]  # streamed: only the keys it sees
-    DMA_KEYS = 4096
+    DMA_KEYS = 2048
     nld = np.ceil(load_len / DMA_KEYS).astype(np.int64)
     ld_owner, ld_local = _expand(nld)
     ld_len = np.minimum(DMA_KEYS, load_len[ld_owner] - ld_local * DMA_KEYS)
