@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module:attribute, one-line help shown by `trnx --help`)
     "info": ("explorer.cli.info:info", "Describe a trace: hardware, workload, span, rows per table."),
     "validate": ("explorer.cli.validate:validate", "Check a trace's format and data invariants."),
-    "export": ("explorer.cli.export:export", "Export one table of a trace to Parquet or CSV."),
+    "export": ("explorer.cli.export:export", "Export a table (Parquet, CSV) or the timeline (Chrome JSON, Perfetto)."),
     "capture": ("explorer.cli.capture:capture", "Simulate a workload on a Trainium preset and write a trace."),
     "presets": ("explorer.cli.presets:presets", "List hardware presets, models and micro-benchmarks for capture."),
     "summary": ("explorer.cli.summary:summary", "Summary metrics, collectives and recommendations of a trace."),
