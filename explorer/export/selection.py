@@ -87,7 +87,9 @@ class Selection:
 
     def rows(self, track_ok: np.ndarray, track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         """Indices of rows on a selected track that overlap the range (a zero-length row at t counts if t0 <= t < t1)."""
-        ok = track_ok[track] if len(track_ok) else np.zeros(len(track), dtype=bool)
+        inside = (track >= 0) & (track < len(track_ok))  # rows on tracks the tracks table lacks are dropped
+        ok = np.zeros(len(track), dtype=bool)
+        ok[inside] = track_ok[track[inside]]
         if self.t0 is not None:
             ok &= (end > self.t0) | ((end == start) & (start >= self.t0))
         if self.t1 is not None:

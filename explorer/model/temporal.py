@@ -101,6 +101,13 @@ class _Activity:
             track_chip = np.full(int(tid.max()) + 1, -1, dtype=np.int64)
             track_chip[tid] = _np(tracks, "chip")
         self.parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+        def chip_of(track: np.ndarray) -> np.ndarray:  # -1 (ignored) for tracks the tracks table lacks
+            inside = (track >= 0) & (track < len(track_chip))
+            out = np.full(len(track), -1, dtype=np.int64)
+            out[inside] = track_chip[track[inside]]
+            return out
+
         k = trace.kernels
         if k.num_rows:
             start, end = _np(k, "start_ns"), _np(k, "start_ns") + _np(k, "dur_ns")
@@ -115,12 +122,12 @@ class _Activity:
         d = trace.dma
         if d.num_rows:
             s = _np(d, "start_ns")
-            self.parts["memory"] = (track_chip[_np(d, "track_id")], s, s + _np(d, "dur_ns"))
+            self.parts["memory"] = (chip_of(_np(d, "track_id")), s, s + _np(d, "dur_ns"))
         if not k.num_rows:  # a trace with instructions only: engine instructions are the compute
             i = trace.instructions
             if i.num_rows:
                 s = _np(i, "start_ns")
-                self.parts["compute"] = (track_chip[_np(i, "track_id")], s, s + _np(i, "dur_ns"))
+                self.parts["compute"] = (chip_of(_np(i, "track_id")), s, s + _np(i, "dur_ns"))
 
     @staticmethod
     def _collective_ops(trace: Trace, op_id: np.ndarray) -> np.ndarray:

@@ -44,10 +44,17 @@ def open_or_one_sentence(path: Path) -> bool:
     try:
         from explorer.cli.info import describe
 
+        from explorer.export import FORMATS
+        from explorer.model.temporal import breakdown, stragglers
+
         describe(str(path))  # `trnx info`: meta only (no validation), row counts, chips, names
         trace = open_trace(path)
         for name in trace.table_names:
             trace.table(name).to_pandas()
+        breakdown(trace)
+        stragglers(trace)
+        FORMATS["chrome-json"](trace, path.parent / "t.json", {})
+        FORMATS["perfetto"](trace, path.parent / "t.pftrace", {})
     except UserError as exc:
         assert_one_sentence(exc)
         return False

@@ -144,3 +144,18 @@ def test_fuzzed_meta_values(valid: Path, key: str, value: object) -> None:
         m[key] = value
         (t / "meta.json").write_text(json.dumps(m))
         open_or_one_sentence(t)
+
+
+@pytest.mark.parametrize("bad", [99, -1, 2**31 - 1])
+def test_rows_on_undefined_tracks_never_crash_analyses_or_exports(bad: int, tmp_path: Path) -> None:
+    """The format allows a row whose track the tracks table lacks; consumers must cope."""
+    import numpy as np
+
+    from simcore.trace import write_trace
+    from tracegen import HARDWARE, tiny_tables
+
+    t = tiny_tables()
+    t["instructions"]["track_id"] = np.where(np.arange(8) == 7, bad, t["instructions"]["track_id"]).astype(np.int32)
+    t["dma"]["track_id"] = np.array([2, bad], dtype=np.int32)
+    t["counters"]["track_id"] = np.array([4, 4, bad], dtype=np.int32)
+    open_or_one_sentence(write_trace(tmp_path / "t.trnx", t, meta={"hardware": HARDWARE}))
