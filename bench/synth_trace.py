@@ -68,8 +68,8 @@ HARDWARE = {
                "bf16_flop_weight": {"bf16": 1.0, "fp8": 0.5, "mxfp8": 0.25, "mxfp4": 0.25, "fp32": 1.0}},
     "hbm": {"capacity_bytes": 144 * 2**30, "bandwidth_gbps": 4900.0},
     "link": {"bandwidth_gbps": 2560.0},
-    "sbuf": {"capacity_bytes": 32 * 2**20},
-    "psum": {"capacity_bytes": 2 * 2**20},
+    "sbuf": {"bytes_per_core": 32 * 2**20, "partitions": 128},
+    "psum": {"bytes_per_core": 2 * 2**20, "partitions": 128},
 }
 
 

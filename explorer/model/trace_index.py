@@ -450,9 +450,9 @@ class TraceIndex:
         if info.name == S.COUNTER_LINK:
             return num("link", "bandwidth_gbps")
         if info.name == S.COUNTER_SBUF:
-            return num("sbuf", "capacity_bytes") or num("sbuf", "bytes")
+            return num("sbuf", "bytes_per_core") or num("sbuf", "capacity_bytes")
         if info.name == S.COUNTER_PSUM:
-            return num("psum", "capacity_bytes") or num("psum", "bytes")
+            return num("psum", "bytes_per_core") or num("psum", "capacity_bytes")
         if info.unit == "%":
             return 100.0
         return None

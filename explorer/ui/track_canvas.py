@@ -29,7 +29,16 @@ from explorer.model.lod import fractions_many, last_started
 from explorer.model.selection import AreaSelection
 from explorer.model.track_tree import Row, TrackTree
 from explorer.model.trace_index import EventRef
-from explorer.model.units import format_ns, format_rate_gbps
+from explorer.model.units import format_bytes, format_ns
+
+
+def format_value(v: float, unit: str) -> str:
+    """A counter value in its unit: 4.9 TB/s, 32 MiB, 87 %."""
+    if unit == "bytes":
+        return format_bytes(v)
+    if unit == "GB/s":
+        return f"{v / 1000:.3g} TB/s" if abs(v) >= 1000 else f"{v:.4g} GB/s"
+    return f"{v:.4g} {unit}".rstrip()
 from explorer.ui import palette as P
 
 if TYPE_CHECKING:
@@ -513,7 +522,7 @@ class TrackCanvas(QWidget):
                     if series is not None:
                         ref = index.counter_reference(node.track.track_id)
                         unit = series.unit or ""
-                        peak = f"peak {format_rate_gbps(series.peak) if unit == 'GB/s' else f'{series.peak:.4g} {unit}'}"
+                        peak = f"peak {format_value(series.peak, unit)}"
                         if ref:
                             peak += f" ({100 * series.peak / ref:.0f}% of hw)"
                         p.setPen(P.TEXT_DIM)
@@ -583,14 +592,16 @@ class TrackCanvas(QWidget):
             v = series.value_at(t)
             if v is None:
                 return ""
-            text = f"{series.name}: {v:.4g} {series.unit} at {format_ns(t - index.span[0])}"
+            u = series.unit
+            text = f"{series.name}: {format_value(v, u)} at {format_ns(t - index.span[0])}"
             ref = index.counter_reference(g.track_id)
             if ref:
-                text += f"\n{100 * v / ref:.1f}% of the hardware peak ({ref:.4g} {series.unit})"
+                text += f"\n{100 * v / ref:.1f}% of the hardware peak ({format_value(ref, u)})"
             px_ns = 1.0 / self.px_per_ns()
             b = series.bins(np.array([t - px_ns / 2, t + px_ns / 2]))
             if not np.isnan(b.max[0]):
-                text += f"\nthis pixel: min {b.min[0]:.4g}, max {b.max[0]:.4g}, mean {b.mean[0]:.4g}"
+                text += (f"\nthis pixel: min {format_value(b.min[0], u)}, max {format_value(b.max[0], u)}, "
+                         f"mean {format_value(b.mean[0], u)}")
             return text
         ref = self.event_at(pos)
         if ref is None:

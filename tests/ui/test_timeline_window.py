@@ -147,7 +147,7 @@ def test_hover_shows_a_tooltip_for_events_and_counters(window):
     g = geom(counters, "track:7")  # HBM Read: 300 GB/s from 50 us
     QTest.mouseMove(counters, QPoint(int(counters.x_of(75_000)), g.y + g.h // 2))
     assert counters.hover_text.startswith("HBM Read Bandwidth: 300 GB/s")
-    assert "6.1% of the hardware peak (4900 GB/s)" in counters.hover_text
+    assert "6.1% of the hardware peak (4.9 TB/s)" in counters.hover_text
 
 
 def test_search_box_steps_through_hits_in_time_order(window):
