@@ -43,8 +43,8 @@ def is_comm_kernel(name: str) -> bool:
 class Columns:
     """Parallel lists of one kind of interval event."""
 
-    ts: list[float] = field(default_factory=list)   # us
-    dur: list[float] = field(default_factory=list)  # us
+    ts: Any = field(default_factory=list)   # us: a list, or a float64 array from the fast path
+    dur: Any = field(default_factory=list)  # us
     name: list[str] = field(default_factory=list)
     where: list[Any] = field(default_factory=list)  # (device, stream) for GPU, (pid, tid) for CPU
     ext: list[Any] = field(default_factory=list)    # External id (any JSON value)
@@ -139,8 +139,10 @@ _NO_ARGS = (None, None, None, None)
 
 
 def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
-    """Column by column. Events of a big file lie all over memory, so each one is
-    visited once (one tuple of its fields) and everything after works on those."""
+    """Column by column: the kept events' fields as lists (one comprehension each), then
+    per category numpy arrays for times, a name table per distinct name and a place per
+    distinct (device, stream) or (pid, tid). Anything unexpected raises, and the caller
+    takes the tolerant per-event path instead."""
     out = RankEvents(total=len(events))
     wanted = GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT})
     # TypeError (an unhashable category) -> tolerant path
