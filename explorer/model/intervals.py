@@ -16,21 +16,27 @@ def clip(start: np.ndarray, end: np.ndarray, t0: int, t1: int) -> tuple[np.ndarr
     return s, np.maximum(e, s)
 
 
+def sorted_runs(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint covered runs (run_start, run_end) of intervals already sorted by start.
+
+    An interval opens a new run when it begins after everything before it ended.
+    """
+    if len(start) == 0:
+        return start.astype(np.int64), end.astype(np.int64)
+    reach = np.maximum.accumulate(end)
+    new_run = np.empty(len(start), dtype=bool)
+    new_run[0] = True
+    new_run[1:] = start[1:] > reach[:-1]
+    run_idx = np.flatnonzero(new_run)
+    return start[run_idx], reach[np.r_[run_idx[1:] - 1, len(start) - 1]]
+
+
 def union_length(start: np.ndarray, end: np.ndarray) -> int:
     """Total time covered by at least one interval (overlaps counted once)."""
     if len(start) == 0:
         return 0
     order = np.argsort(start, kind="stable")
-    s = start[order].astype(np.int64, copy=False)
-    e = end[order].astype(np.int64, copy=False)
-    reach = np.maximum.accumulate(e)
-    # an interval starts a new covered run when it begins after everything before it ended
-    new_run = np.empty(len(s), dtype=bool)
-    new_run[0] = True
-    new_run[1:] = s[1:] > reach[:-1]
-    run_start = s[new_run]
-    run_idx = np.flatnonzero(new_run)
-    run_end = reach[np.r_[run_idx[1:] - 1, len(s) - 1]]
+    run_start, run_end = sorted_runs(start[order].astype(np.int64, copy=False), end[order].astype(np.int64, copy=False))
     return int((run_end - run_start).sum())
 
 
@@ -97,13 +103,7 @@ def union_runs_per_group(
     if not (s[1:] >= s[:-1]).all():
         order = np.argsort(s, kind="stable")
         s, e = s[order], e[order]
-    reach = np.maximum.accumulate(e)
-    new_run = np.empty(len(s), dtype=bool)
-    new_run[0] = True
-    new_run[1:] = s[1:] > reach[:-1]
-    run_idx = np.flatnonzero(new_run)
-    run_start = s[run_idx]
-    run_end = reach[np.r_[run_idx[1:] - 1, len(s) - 1]]
+    run_start, run_end = sorted_runs(s, e)
     run_group = run_start // stride
     shift = run_group * stride - lo
     return run_group, run_start - shift, run_end - shift

@@ -24,19 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.model.intervals import sorted_runs
+
 
 def merge_overlaps(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The union of intervals sorted by start, as disjoint (start, dur) runs."""
-    if len(start) == 0:
-        return start.astype(np.int64), dur.astype(np.int64)
-    end = start + dur
-    reach = np.maximum.accumulate(end)
-    new_run = np.empty(len(start), dtype=bool)
-    new_run[0] = True
-    new_run[1:] = start[1:] > reach[:-1]
-    idx = np.flatnonzero(new_run)
-    run_start = start[idx]
-    run_end = reach[np.r_[idx[1:] - 1, len(start) - 1]]
+    run_start, run_end = sorted_runs(start, start + dur)
     return run_start.astype(np.int64), (run_end - run_start).astype(np.int64)
 
 
