@@ -20,6 +20,9 @@ GPU_KERNEL_CATS = frozenset({"kernel", "Kernel"})
 GPU_COPY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 CPU_OP_CATS = frozenset({"cpu_op", "user_annotation", "Operator", "python_function"})
 PYTHON_CAT = "python_function"
+MEMORY_CAT = "cpu_instant_event"  # with name "[memory]": an allocator sample (profile_memory=True)
+MEMORY_NAME = "[memory]"
+CUDA_DEVICE_TYPE = 1
 _COMM_NAME = re.compile(r"nccl|rccl", re.I)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_TS_US = 4e15   # |ts| beyond this (year ~2096 in epoch us) is garbage, not a time
@@ -64,6 +67,7 @@ class RankEvents:
     cpu_ops: Columns = field(default_factory=Columns)
     process_names: dict[str, str] = field(default_factory=dict)
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
+    memory: tuple[list[float], list[Any], list[float]] = field(default_factory=lambda: ([], [], []))  # ts us, device, bytes
     comm_args: dict[Any, Any] = field(default_factory=dict)  # External id -> record_param_comms args (dict or Args)
     skipped: int = 0
     total: int = 0
@@ -71,6 +75,8 @@ class RankEvents:
     @property
     def min_ts(self) -> float | None:  # columns hold only finite floats by now
         lows = [float(np.min(c.ts)) for c in (self.kernels, self.copies, self.cpu_ops) if len(c)]
+        if self.memory[0]:
+            lows.append(min(self.memory[0]))
         return min(lows) if lows else None
 
 
@@ -144,7 +150,7 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
     distinct (device, stream) or (pid, tid). Anything unexpected raises, and the caller
     takes the tolerant per-event path instead."""
     out = RankEvents(total=len(events))
-    wanted = GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT})
+    wanted = GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT}) | {MEMORY_CAT}
     # TypeError (an unhashable category) -> tolerant path
     rows = [ev for ev in events if ev.cat in wanted or ev.ph == "M"]
     if not rows:
@@ -167,6 +173,12 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
     names = _Names()
     skipped = 0
     for code, kind in enumerate(kinds):
+        if kind == MEMORY_CAT:
+            for i in np.flatnonzero(cat == code).tolist():
+                a = args_c[i]
+                if ph_c[i] in ("i", "I") and name_c[i] == MEMORY_NAME and a is not None:
+                    _memory_sample(out, ts_c[i], a.device_type, a.device_id, a.total_allocated)
+            continue
         idx = np.flatnonzero(is_x & (cat == code)).tolist()
         if not idx:
             continue
@@ -240,6 +252,9 @@ def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
         if ph != "X":
             if ph == "M":
                 _metadata(out, ev)
+            elif cat == MEMORY_CAT and ev.get("name") == MEMORY_NAME and type(ev.get("args")) is dict:
+                a = ev["args"]
+                _memory_sample(out, ev.get("ts"), a.get("Device Type"), a.get("Device Id"), a.get("Total Allocated"))
             continue
         ts = ev.get("ts")
         dur = ev.get("dur", 0)
@@ -278,6 +293,17 @@ def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
         target.cat.append(cat)
     out.skipped = skipped
     return out
+
+
+def _memory_sample(out: RankEvents, ts: Any, device_type: Any, device: Any, total: Any) -> None:
+    """One allocator sample of a GPU: memory allocated on `device` from `ts` on."""
+    if device_type != CUDA_DEVICE_TYPE or type(device) is not int:
+        return
+    t, v = _number(ts), _number(total)
+    if -MAX_TS_US < t < MAX_TS_US and 0 <= v < 1e18:
+        out.memory[0].append(t)
+        out.memory[1].append(device)
+        out.memory[2].append(v)
 
 
 def _metadata(out: RankEvents, ev: dict[str, Any]) -> None:

@@ -38,6 +38,7 @@ from explorer.interop.kineto_schema import args_dict
 _RANK_IN_NAME = re.compile(r"rank[\s_\-.]*(\d+)", re.I)
 _STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)")
 SOURCE = "kineto"
+MEMORY_COUNTER = "Device Memory Allocated"  # bytes, per GPU (core), from profile_memory samples
 
 
 @dataclass
@@ -210,6 +211,7 @@ class _Builder:
         self.tracks: dict[str, list[Any]] = {k: [] for k in ("track_id", "chip", "core", "kind", "name", "unit")}
         self.kernels: list[dict[str, Any]] = []
         self.dma: list[dict[str, Any]] = []
+        self.counters: list[dict[str, Any]] = []
         self.comm: list[KC.CommKernel] = []
         self.comm_track: dict[int, int] = {}
         self.ops: dict[str, list[Any]] = {k: [] for k in ("op_id", "parent_id", "level", "name", "kind", "start_ns", "dur_ns")}
@@ -235,13 +237,27 @@ class _Builder:
         for cols in (ev.kernels, ev.copies):  # normalise (device, stream) keys once per distinct key
             norm = {w: (_norm(w[0]), _norm(w[1])) for w in set(cols.where)}
             cols.where = [norm[w] for w in cols.where]
-        devices = sorted({w[0] for w in ev.kernels.where} | {w[0] for w in ev.copies.where}, key=_sort_key)
+        devices = sorted({w[0] for w in ev.kernels.where} | {w[0] for w in ev.copies.where} | set(ev.memory[1]), key=_sort_key)
         self.devices[rank] = devices
         core_of = {d: i for i, d in enumerate(devices)}
         self.cores_per_chip = max(self.cores_per_chip, len(devices))
         ext_to_op = self._ops(rank, ev)
         self._kernels(rank, ev, core_of, ext_to_op)
         self._copies(rank, ev, core_of)
+        self._memory(rank, ev, core_of)
+
+    def _memory(self, rank: int, ev: RankEvents, core_of: dict[Any, int]) -> None:
+        """Allocator samples -> a `Device Memory Allocated` counter (bytes) per GPU."""
+        ts, device, total = ev.memory
+        if not ts:
+            return
+        track_of = {d: self.track(rank, core_of[d], "counter", MEMORY_COUNTER) for d in sorted(set(device))}
+        for t in track_of.values():
+            self.tracks["unit"][t] = "bytes"
+        track = np.array([track_of[d] for d in device], dtype=np.int32)
+        time = to_ns(ts, self.t0)
+        order = np.lexsort((time, track))
+        self.counters.append({"track_id": track[order], "time_ns": time[order], "value": np.asarray(total, dtype=np.float64)[order]})
 
     def _stream_tracks(self, rank: int, where: list[tuple[str, str]], core_of: dict[str, int], kind: str, suffix: str) -> np.ndarray:
         keys = sorted(set(where), key=lambda w: (_sort_key(w[0]), _sort_key(w[1])))
@@ -379,8 +395,12 @@ class _Builder:
             self.ops["start_ns"][0] = lo
             self.ops["dur_ns"][0] = hi - lo
             w.write("ops", self.ops)
+            counters = _concat(self.counters)
+            if counters:
+                w.write("counters", counters)
         return {"kernels": len(kernels.get("kernel_id", ())), "dma": len(dma.get("start_ns", ())),
-                "collectives": len(self.comm), "ops": len(self.ops["op_id"]), "tracks": len(self.tracks["track_id"])}
+                "collectives": len(self.comm), "ops": len(self.ops["op_id"]), "tracks": len(self.tracks["track_id"]),
+                "counters": sum(len(c["time_ns"]) for c in self.counters)}
 
 
 def _take(v: Any, order: np.ndarray) -> Any:

@@ -29,6 +29,9 @@ class Args(msgspec.Struct, omit_defaults=True, gc=False):
     dtype: Any = None
     pg_name: Any = msgspec.field(default=None, name="Process Group Name")
     pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+    device_type: Any = msgspec.field(default=None, name="Device Type")  # [memory] events: 1 = CUDA
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
 
     def get(self, key: str, default: Any = None) -> Any:
         """Read like the args dict: `args.get("Collective name")` (None values count as absent)."""

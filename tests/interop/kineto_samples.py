@@ -8,6 +8,7 @@ rank 0: gemm 100-150, gemm 200-300 (stream 7); nccl 120-180 (stream 20); memcpy 
 rank 1: gemm 100-170, gemm 250-300 (stream 7); nccl 170-180 (stream 20)
   window 200, busy 130 -> idle 70, compute 120, non-compute 10; overlap 0/10 = 0 %
 all-reduce: arrive 120 (r0), 170 (r1); start 170; waits 50 and 0 us; rank 1 is the straggler.
+rank 0 GPU memory allocated: 1000 B at 95, 5000 B at 150, 2000 B at 300.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ def rank_events(rank: int) -> list[dict[str, Any]]:
         if name == NCCL:
             args.update(COMM_ARGS)
         ev.append(_x("kernel", name, ts, dur, 0, stream, **args))
+    if rank == 0:  # allocator samples (profile_memory=True): GPU 0, and one CPU sample that is not imported
+        for ts, total, dev_type in ((95, 1000, 1), (150, 5000, 1), (300, 2000, 1), (120, 777, 0)):
+            ev.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1000, "tid": 1000, "ts": ts, "s": "t",
+                       "args": {"Device Type": dev_type, "Device Id": 0, "Addr": 1234, "Bytes": 512,
+                                "Total Allocated": total, "Total Reserved": 8192}})
     for ts, dur in copy:
         ev.append(_x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", ts, dur, 0, 7,
                      device=0, stream=7, bytes=4096, **{"memory bandwidth (GB/s)": 0.2}))

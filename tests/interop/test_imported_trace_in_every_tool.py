@@ -30,7 +30,7 @@ def test_summary_info_validate(imported: Path) -> None:
     assert r.returncode == 0, r.stderr
     json.loads(r.stdout)
     r = trnx("info", str(imported), "--json")
-    assert r.returncode == 0 and json.loads(r.stdout)["tracks_per_chip"] == {"0": 4, "1": 3}
+    assert r.returncode == 0 and json.loads(r.stdout)["tracks_per_chip"] == {"0": 5, "1": 3}
     assert trnx("validate", str(imported)).returncode == 0
 
 

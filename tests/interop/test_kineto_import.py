@@ -24,8 +24,9 @@ def test_import_gives_a_valid_trace_with_ranks_as_chips(two_ranks: Path) -> None
     t = open_trace(two_ranks)  # validates every table
     tracks = t.to_pandas("tracks")
     assert sorted(tracks["chip"].unique()) == [0, 1]
-    assert set(tracks["kind"]) == {"kernel", "cc", "dma_queue"}
-    assert sorted(tracks.loc[tracks.chip == 0, "name"]) == ["NCCL", "stream 20", "stream 7", "stream 7 copies"]
+    assert set(tracks["kind"]) == {"kernel", "cc", "dma_queue", "counter"}
+    assert sorted(tracks.loc[tracks.chip == 0, "name"]) == [
+        "Device Memory Allocated", "NCCL", "stream 20", "stream 7", "stream 7 copies"]
     assert t.meta["source"] == "kineto"
     assert t.meta["simulator"]["is_simulation"] is False
     assert t.hardware["name"] == "gpu" and t.hardware["chips"] == 2
@@ -173,4 +174,30 @@ def test_parallel_reading_gives_the_same_trace(tmp_path: Path) -> None:
     import_kineto(paths, tmp_path / "par.trnx", workers=2)
     a, b = open_trace(tmp_path / "seq.trnx"), open_trace(tmp_path / "par.trnx")
     for name in ("tracks", "kernels", "instructions", "dma", "collectives", "ops"):
+        assert a.to_pandas(name).equals(b.to_pandas(name)), name
+
+
+def test_gpu_memory_samples_become_a_counter(two_ranks: Path) -> None:
+    t = open_trace(two_ranks)
+    tracks = t.to_pandas("tracks").set_index("track_id")
+    c = t.to_pandas("counters")
+    assert len(c) == 3  # the CPU allocator sample is not a GPU counter
+    track = tracks.loc[c["track_id"].iloc[0]]
+    assert (track["name"], track["kind"], track["unit"], track["chip"], track["core"]) == (
+        "Device Memory Allocated", "counter", "bytes", 0, 0)
+    assert list(c["time_ns"]) == [5_000, 60_000, 210_000]
+    assert list(c["value"]) == [1000.0, 5000.0, 2000.0]
+
+
+def test_tolerant_path_imports_the_same_tables(tmp_path: Path) -> None:
+    """A file the fast parser refuses (here: a trailing comma) gives the same trace."""
+    fast, slow = tmp_path / "rank0.json", tmp_path / "slow_rank0.json"
+    text = json.dumps(rank_doc(0))
+    fast.write_text(text)
+    slow.write_text(text.replace("}]", "},]", 1))
+    import_kineto([fast], tmp_path / "fast.trnx")
+    report = import_kineto([slow], tmp_path / "slow.trnx")
+    assert report.repairs  # it really took the repair path
+    a, b = open_trace(tmp_path / "fast.trnx"), open_trace(tmp_path / "slow.trnx")
+    for name in ("tracks", "kernels", "instructions", "dma", "collectives", "ops", "counters"):
         assert a.to_pandas(name).equals(b.to_pandas(name)), name
