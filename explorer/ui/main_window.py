@@ -34,6 +34,7 @@ from explorer.ui.search_bar import QtSearchBar
 from explorer.ui.selection_view import QtSelectionSummary
 from explorer.ui.timeline import TimelineWidget
 from explorer.ui.utilisation_view import QtUtilisation
+from explorer.ui.window_extras import install as install_window_extras
 
 SHORTCUTS = """<h3>Timeline</h3><table cellpadding='3'>
 <tr><td><b>W / S</b></td><td>zoom in / out at the mouse cursor</td></tr>
@@ -108,6 +109,7 @@ class MainWindow(QMainWindow):
         self._frame_timer = QTimer(self, interval=500)
         self._frame_timer.timeout.connect(lambda: self.frame_label.setText(f"frame {tl.last_frame_ms or tl.canvas.last_paint_ms:.1f} ms"))
         self._frame_timer.start()
+        self.extras = install_window_extras(self)  # File > New capture, themes, shortcuts, About, saved layout
 
     # -- building --------------------------------------------------------------------
     def add_panel(self, title: str, widget: QWidget, area: Qt.DockWidgetArea = Qt.RightDockWidgetArea,
@@ -195,8 +197,7 @@ class MainWindow(QMainWindow):
         self.view_menu.addSeparator()
         for dock in self.panels.values():
             self.view_menu.addAction(dock.toggleViewAction())
-        help_menu = m.addMenu("&Help")
-        help_menu.addAction("Keyboard and mouse", lambda: QMessageBox.information(self, "Keyboard and mouse", SHORTCUTS))
+        m.addMenu("&Help")  # Keyboard shortcuts and About: explorer/ui/window_extras.py
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
