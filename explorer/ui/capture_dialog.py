@@ -75,7 +75,7 @@ class CaptureDialog(QDialog):
         self.run_button.setDefault(True)
         self.run_button.clicked.connect(self.run)
         self.cancel_button = QPushButton("Close", objectName="capture-cancel")
-        self.cancel_button.clicked.connect(self.reject)
+        self.cancel_button.clicked.connect(self._cancel_or_close)
         buttons = QHBoxLayout()
         buttons.addWidget(self.status, 1)
         buttons.addWidget(self.cancel_button)
@@ -437,9 +437,15 @@ class CaptureDialog(QDialog):
             self.cancel_button.setEnabled(False)
             self.status.setText("cancelling\u2026")
 
-    def reject(self) -> None:  # Close / Esc / the window's close button
+    def _cancel_or_close(self) -> None:  # the Cancel/Close button: cancel a run, else close
         if self.worker is not None:
-            self._close_after_cancel = self.sender() is not self.cancel_button
+            self.cancel()
+        else:
+            self.reject()
+
+    def reject(self) -> None:  # Esc or the title bar's close button: cancel a run, then close
+        if self.worker is not None:
+            self._close_after_cancel = True
             self.cancel()
             return
         super().reject()
