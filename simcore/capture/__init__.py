@@ -23,13 +23,17 @@ from simcore.errors import ConfigError
 
 def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str | os.PathLike[str] | None = None, *,
             progress: Progress | None = None, cancel: Any = None, compression: str | None = None,
-            **options: Any) -> Path:
+            runner: Any = None, **options: Any) -> Path:
     """Run a capture and write `out_path` (a NAME.trnx directory); returns its path.
 
     `config` is a CaptureConfig or a dict of options; keyword options override it
     (hardware, workload, phase, batch, seq, context, shape, dtype, layers, detail, cores,
-    compute_cores, seed, overwrite). `progress(fraction, message)` is called as ops
-    finish; `cancel` is anything with `is_set()` (e.g. threading.Event).
+    compute_cores, seed, overwrite; multi-chip: chips, tp, ep, dp, pp, sequence_parallel,
+    microbatches, jitter, straggler, expert_skew, detail_chips, cc_algorithm, workers).
+    `progress(fraction, message)` is called as ops finish; `cancel` is anything with
+    `is_set()` (e.g. threading.Event). `runner` runs a multi-chip capture's chip simulations
+    elsewhere (an object with `map(fn, tasks, done)`, e.g. over Ray or Dask; see
+    simcore.capture.runner); by default they run here or on local worker processes.
     """
     if out_path is None:
         raise ConfigError("capture needs an output path (-o NAME.trnx).")
@@ -40,7 +44,7 @@ def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str 
         raise ConfigError(f"{out} already exists; choose another name or pass --overwrite.")
     if not out.parent.is_dir():
         raise ConfigError(f"cannot write {out}: directory {out.parent} does not exist.")
-    return capture_to(res, out, progress, cancel, compression)
+    return capture_to(res, out, progress, cancel, compression, runner)
 
 
 class _CallableModule(types.ModuleType):

@@ -39,6 +39,20 @@ class CaptureConfig:
     compute_cores: int | None = None  # cores the workload is spread over (models: all; micro-benchmarks: 1)
     seed: int = 0
     overwrite: bool = False
+    # multi-chip (docs/simulator.md, "Multi-chip"): any of these makes the capture multi-chip
+    chips: int | None = None          # chips to use (default tp x dp x pp; at most the preset's)
+    tp: int | None = None             # tensor parallel degree
+    ep: int | None = None             # expert parallel degree (MoE)
+    dp: int | None = None             # data parallel degree (default: chips / (tp x pp))
+    pp: int | None = None             # pipeline stages
+    sequence_parallel: bool | None = None   # default: on for prefill/train with tp > 1
+    microbatches: int | None = None   # per data-parallel rank (default: the largest divisor of its batch <= pp)
+    jitter: str | float | None = None         # per-rank compute jitter, "2%" or 0.02
+    straggler: Any = None             # "chip=5,slowdown=1.3" or "chip=5,delay=200us" (or a list of them)
+    expert_skew: float | None = None  # Zipf exponent of MoE expert popularity (0 = uniform)
+    detail_chips: str | list[int] | None = None   # chips whose --cores get instruction detail (default chip 0)
+    cc_algorithm: str = "auto"        # auto | ring | mesh | hierarchical (a preference where it applies)
+    workers: int | None = None        # processes simulating chips (default: auto)
 
     @classmethod
     def from_kwargs(cls, config: "CaptureConfig | dict[str, Any] | None" = None, **kwargs: Any) -> "CaptureConfig":
@@ -68,12 +82,21 @@ class Resolved:
     detail: str
     detail_cores: list[int]
     memory: dict[str, int] = field(default_factory=dict)
+    multichip: Any = None             # a simcore.capture.multichip.MultiChip for multi-chip captures
+
+    @property
+    def chips(self) -> int:
+        """Chips the capture simulates."""
+        return self.multichip.par.chips if self.multichip is not None else 1
 
     def capture_meta(self) -> dict[str, Any]:
         c = self.config
-        return {"detail": self.detail, "cores": self.detail_cores, "compute_cores": self.compute_cores,
-                "layers": self.workload.params.get("layers"), "seed": c.seed, "parallelism": {"tp": 1, "ep": 1, "dp": 1, "pp": 1},
-                "chips": self.hw.chips, "memory_bytes": self.memory}
+        out = {"detail": self.detail, "cores": self.detail_cores, "compute_cores": self.compute_cores,
+               "layers": self.workload.params.get("layers"), "seed": c.seed, "parallelism": {"tp": 1, "ep": 1, "dp": 1, "pp": 1},
+               "chips": 1, "memory_bytes": self.memory}
+        if self.multichip is not None:
+            out.update(self.multichip.meta())
+        return out
 
 
 def _positive(name: str, value: Any) -> int:
@@ -108,7 +131,8 @@ def _parse_cores(cores: Any, n: int) -> list[int] | None:
     return sorted(set(picked))
 
 
-def _model_workload(c: CaptureConfig, hw: Hardware, compute_cores: int) -> tuple[Workload, dict[str, int]]:
+def model_shape(c: CaptureConfig) -> tuple[str, int, int, int, int]:
+    """(phase, batch, seq, context, layers) of a model capture, checked."""
     cfg = MODELS[c.workload]
     phase = c.phase or "decode"
     if phase not in PHASES:
@@ -126,6 +150,23 @@ def _model_workload(c: CaptureConfig, hw: Hardware, compute_cores: int) -> tuple
     layers = cfg.layers if c.layers is None else _positive("layers", c.layers)
     if layers > cfg.layers:
         raise ConfigError(f"--layers {layers} exceeds the {cfg.layers} layers of {cfg.name}.")
+    return phase, batch, seq, context, layers
+
+
+def model_params(cfg, phase: str, batch: int, seq: int, context: int, layers: int) -> dict[str, Any]:
+    """The workload's shape parameters for meta.json."""
+    params: dict[str, Any] = {"batch": batch, "layers": layers, "total_layers": cfg.layers, "params": cfg.total_params()}
+    if phase == "decode":
+        params["context"] = context
+    else:
+        params["seq"] = seq
+        params["context"] = context
+    return params
+
+
+def _model_workload(c: CaptureConfig, hw: Hardware, compute_cores: int) -> tuple[Workload, dict[str, int]]:
+    cfg = MODELS[c.workload]
+    phase, batch, seq, context, layers = model_shape(c)
     if cfg.heads % compute_cores:
         raise ConfigError(
             f"{cfg.name}'s {cfg.heads} attention heads do not divide over {compute_cores} compute cores; "
@@ -133,15 +174,10 @@ def _model_workload(c: CaptureConfig, hw: Hardware, compute_cores: int) -> tuple
         )
     if cfg.kv_heads >= compute_cores and cfg.kv_heads % compute_cores:
         raise ConfigError(f"{cfg.name}'s {cfg.kv_heads} KV heads do not divide over {compute_cores} compute cores.")
-    mem = check_fits(cfg, phase, batch, seq, context, c.dtype, hw.hbm_capacity * hw.chips, hw.name, hw.chips)
+    mem = check_fits(cfg, phase, batch, seq, context, c.dtype, hw.hbm_capacity, hw.name, 1)
     rng = np.random.default_rng(c.seed)
     ops = model_ops(cfg, phase, batch, seq, context, layers, c.dtype, rng)
-    params: dict[str, Any] = {"batch": batch, "layers": layers, "total_layers": cfg.layers, "params": cfg.total_params()}
-    if phase == "decode":
-        params["context"] = context
-    else:
-        params["seq"] = seq
-        params["context"] = context
+    params = model_params(cfg, phase, batch, seq, context, layers)
     wl = Workload(cfg.name, cfg.display, "model", c.dtype, ops, params, phase,
                   {L: f"layer {L}" for L in range(layers)})
     return wl, mem
@@ -174,6 +210,15 @@ def resolve(config: CaptureConfig) -> Resolved:
     if cc > n:
         raise ConfigError(f"--compute-cores {cc} exceeds the {n} cores of a {hw.name} chip.")
     mem: dict[str, int] = {}
+    multichip = None
+    from simcore.capture.mcconfig import check_single_chip_options, is_multichip, resolve_multichip
+
+    if is_multichip(c) and name in MODELS:
+        if c.shape is not None:
+            raise ConfigError(f"--shape applies to micro-benchmarks; {name} takes --batch, --seq and --context.")
+        wl, mem, multichip, detail, detail_cores = resolve_multichip(c, hw, cc, detail, detail_cores)
+        return Resolved(c, hw, wl, cc, detail, detail_cores, mem, multichip)
+    check_single_chip_options(c, name)
     if name in MODELS:
         if c.shape is not None:
             raise ConfigError(f"--shape applies to micro-benchmarks; {name} takes --batch, --seq and --context.")

@@ -71,10 +71,12 @@ def simulate(res: Resolved, writer: TraceWriter | None = None, progress: Progres
 
 
 def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progress | None = None,
-               cancel: Any = None, compression: str | None = None) -> Path:
-    """Simulate and write the trace atomically (cancel or failure leaves nothing at `out_path`)."""
+               cancel: Any = None, compression: str | None = None, runner: Any = None) -> Path:
+    """Simulate and write the trace atomically (cancel or failure leaves nothing at `out_path`).
+
+    `runner` (multi-chip captures) runs the chip simulations: see simcore.capture.runner."""
     meta = {
-        "hardware": res.hw.meta,
+        "hardware": dict(res.hw.meta, chips=res.chips),
         "workload": res.workload.meta(),
         "simulator": {"name": "simcore", "version": simcore.__version__, "seed": int(res.config.seed),
                       "is_simulation": True},
@@ -87,6 +89,13 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
         collective_meta(res, meta)
     writer = TraceWriter(out_path, meta, compression=compression, overwrite=res.config.overwrite)
     try:
+        if res.multichip is not None:
+            from simcore.capture.multichip import capture_multichip
+
+            capture_multichip(res, writer, progress, cancel, runner)
+            if cancel is not None and cancel.is_set():
+                raise CaptureCancelled("capture cancelled; nothing was written.")
+            return writer.close()
         if collective:
             from simcore.capture.collective import CollectiveTables
 

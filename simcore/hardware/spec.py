@@ -87,15 +87,16 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _resolve(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     builtin = _preset_dir() / f"{name_or_path}.toml"
-    if builtin.is_file():
-        return _read_toml(builtin)
-    path = Path(name_or_path)
-    if not (path.suffix == ".toml" or path.exists()):
-        raise ConfigError(
-            f"unknown hardware preset '{name_or_path}'; choose one of {', '.join(preset_names())} or pass a preset .toml file."
-        )
-    if not path.is_file():
-        raise ConfigError(f"hardware preset file {path} does not exist.")
+    if builtin.is_file():  # built-in presets may name a base too (UltraServers build on their chip)
+        path = builtin
+    else:
+        path = Path(name_or_path)
+        if not (path.suffix == ".toml" or path.exists()):
+            raise ConfigError(
+                f"unknown hardware preset '{name_or_path}'; choose one of {', '.join(preset_names())} or pass a preset .toml file."
+            )
+        if not path.is_file():
+            raise ConfigError(f"hardware preset file {path} does not exist.")
     data = _read_toml(path)
     base = data.pop("base", None)
     if "name" in data and not isinstance(data["name"], str):
@@ -107,7 +108,8 @@ def _resolve(name_or_path: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
             raise ConfigError(f"hardware preset file {path}: 'base' chain loops back to '{base}'.")
         data = _merge(_resolve(base, seen + (base,)), data)
     data.setdefault("name", path.stem)
-    data.setdefault("source_file", str(path))
+    if not builtin.is_file():
+        data.setdefault("source_file", str(path))
     return data
 
 

@@ -66,7 +66,14 @@ def shard(op: Op, cores: int) -> list[KernelSpec | None]:
                     for mc in _split(m, cores)] if not q else [
                 KernelSpec(name, "matmul_q", ((mc, kk, n),), op.dtype, 2 * mc * kk * n) if mc else None
                 for mc in _split(m, cores)]
-        out[0] = KernelSpec(name, "matmul_q" if q else "matmul", ((m, kk, n),), op.dtype, 2 * m * kk * n)
+        kind = "matmul_q" if q else "matmul"
+        if p.get("partial_n"):  # a tensor-parallel shard too narrow for every core: split over as many as fit
+            parts = max((c for c in range(1, cores + 1) if n % c == 0 and n // c >= 128), default=1)
+            if parts > 1:
+                nc = n // parts
+                return [KernelSpec(name, kind, ((m, kk, nc),), op.dtype, 2 * m * kk * nc) if c < parts else None
+                        for c in range(cores)]
+        out[0] = KernelSpec(name, kind, ((m, kk, n),), op.dtype, 2 * m * kk * n)
         return out
     if k in ("grouped_matmul", "grouped_wgrad"):
         ms, kk, n = list(p["ms"]), p["k"], p["n"]
@@ -87,6 +94,14 @@ def shard(op: Op, cores: int) -> list[KernelSpec | None]:
         return out
     if k == "attention":
         H, KV = p["q_heads"], p.get("kv_heads", p["q_heads"])
+        if H < cores:  # tensor parallel left the chip fewer heads than cores: a head per core, then split the batch
+            per_head = cores // H
+            bs = max(d for d in range(1, per_head + 1) if p["batch"] % d == 0)
+            s = AttentionShape(p["batch"] // bs, 1, 1, p["q_len"], p["kv_len"], p.get("d_qk", 128), p.get("d_v", 128),
+                               bool(p.get("causal", p["q_len"] > 1)), bool(p.get("backward", False)))
+            name = "flash_attention_bwd" if s.backward else ("flash_decode" if s.q_len <= 8 else "flash_attention")
+            return [KernelSpec(name, "attention", (s,), "bf16", s.model_flops()) if c < H * bs else None
+                    for c in range(cores)]
         hc = H // cores
         kvc = KV // cores if KV >= cores else 1
         s = AttentionShape(p["batch"], hc, kvc, p["q_len"], p["kv_len"], p.get("d_qk", 128), p.get("d_v", 128),

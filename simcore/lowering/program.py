@@ -55,6 +55,8 @@ OPCODES = Vocab((
     "LoadStationary", "MultiplyMoving", "Transpose", "TensorTensor", "TensorScalar", "TensorCopy",
     "TensorReduce", "Activation", "ActivationReduce", "Exponential", "QuantizeMX", "Max8", "FindIndex8",
     "AffineSelect", "Iota", "PartitionAllReduce", "DmaTrigger", "DmaTransfer",
+    # the collective engine's steps (multi-chip captures, `CC` rows of instruction-detail cores)
+    "CcReduceScatter", "CcAllGather", "CcAllToAll", "CcSend", "CcRecv",
 ))
 DTYPES = Vocab(("bf16", "fp16", "fp8", "mxfp8", "mxfp4", "fp32", "int32", "uint8"))
 MEMORIES = Vocab(("hbm", "sbuf", "psum", "remote"))

@@ -1,0 +1,119 @@
+"""Put every chip's compute on one timeline and resolve the collectives between them.
+
+Each chip runs its program in order: a stretch of compute (its class's simulated
+duration x the chip's jitter/straggler factor for that stretch), then its part in a
+collective, then the next stretch. A rank *arrives* at a collective when its own work
+before it is done; the collective *starts* when the last rank of its group arrives
+(every earlier rank waits: wait = start - arrive), and ends after its latency and its
+transfer, which takes the links' capacity that other collectives running at the same
+time leave (`collectives.links`). A blocking collective holds its rank until its own end;
+an asynchronous one (a pipeline send, a gradient all-reduce) lets it go on computing, and
+a later `wait` item holds it until that collective ends.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.collectives.links import LinkLedger
+from simcore.parallel.plan import CommRef, StepPlan
+
+
+@dataclass
+class Timeline:
+    """The composed step: each chip's segment starts and factors, and every collective's times."""
+
+    seg_real: list[np.ndarray]       # per chip: real start of each segment
+    factor: np.ndarray               # (chips, segments) time factor of each segment
+    arrive: list[np.ndarray]         # per collective: per rank arrival
+    start: np.ndarray                # per collective: start (last arrival)
+    end: list[np.ndarray]            # per collective: per rank end
+    ledger: LinkLedger
+    end_ns: float
+
+
+class Deadlock(RuntimeError):
+    """Programs that wait on each other forever (a bug in the sharding, never a user error)."""
+
+
+def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay: np.ndarray,
+            slice_ns: float, horizon_ns: float) -> Timeline:
+    """`seg_dur[c]` is chip c's simulated duration of each segment (between comm items)."""
+    chips = plan.chips
+    comms = [[it for it in prog if isinstance(it, CommRef)] for prog in plan.programs]
+    ncoll = len(plan.collectives)
+    arrive = [np.full(c.plan.ranks, np.nan) for c in plan.collectives]
+    remaining = np.array([c.plan.ranks for c in plan.collectives], np.int64)
+    start = np.full(ncoll, np.nan)
+    end: list[np.ndarray | None] = [None] * ncoll
+    rank_of = [{chip: r for r, chip in enumerate(c.plan.group)} for c in plan.collectives]
+    waiting: list[list[int]] = [[] for _ in range(ncoll)]      # chips blocked on each collective
+    ledger = LinkLedger(chips, plan.topo.bandwidth, slice_ns, horizon_ns)
+    seg_real = [np.zeros(len(comms[c]) + 1) for c in range(chips)]
+    t = np.array(delay, np.float64, copy=True)
+    pos = np.zeros(chips, np.int64)          # next comm item of each chip
+    in_seg = np.ones(chips, bool)            # the chip is about to run segment pos (not yet added)
+    done = np.zeros(chips, bool)
+    runnable = deque(range(chips))
+
+    def resolve(i: int) -> None:
+        c = plan.collectives[i]
+        p = c.plan
+        s = float(np.max(arrive[i]))
+        start[i] = s
+        if p.coupled:
+            e = ledger.flow(s + float(p.latency.max()), float(p.transfer.max()), np.asarray(p.group), p.demand_out,
+                            p.demand_in)
+            end[i] = np.full(p.ranks, e)
+        else:
+            ends = np.empty(p.ranks)
+            for r, chip in enumerate(p.group):
+                ends[r] = ledger.flow(s + float(p.latency[r]), float(p.transfer[r]), np.array([chip]),
+                                      p.demand_out[r:r + 1], p.demand_in[r:r + 1])
+            end[i] = ends
+        for chip in waiting[i]:
+            runnable.append(chip)
+        waiting[i] = []
+
+    while runnable:
+        c = runnable.popleft()
+        if done[c]:
+            continue
+        while True:
+            k = pos[c]
+            if in_seg[c]:
+                seg_real[c][k] = t[c]
+                t[c] += seg_dur[c][k] * factor[c, k]
+                in_seg[c] = False
+            if k >= len(comms[c]):
+                done[c] = True
+                break
+            ref = comms[c][k]
+            i = ref.coll
+            r = rank_of[i][c]
+            if ref.wait:
+                if end[i] is None:
+                    waiting[i].append(c)
+                    break
+                t[c] = max(t[c], float(end[i][r]))
+            else:
+                if np.isnan(arrive[i][r]):
+                    arrive[i][r] = t[c]
+                    remaining[i] -= 1
+                    if remaining[i] == 0:
+                        resolve(i)
+                if ref.blocking:
+                    if end[i] is None:
+                        waiting[i].append(c)
+                        break
+                    t[c] = max(t[c], float(end[i][r]))
+            pos[c] += 1
+            in_seg[c] = True
+    if not done.all():
+        stuck = int(np.flatnonzero(~done)[0])
+        raise Deadlock(f"chip {stuck} waits forever at its collective #{int(pos[stuck])}")
+    final = max(float(t.max()), max((float(e.max()) for e in end if e is not None), default=0.0))
+    return Timeline(seg_real, factor, arrive, start, end, ledger, final)  # type: ignore[arg-type]

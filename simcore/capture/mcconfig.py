@@ -1,0 +1,207 @@
+"""Validation of multi-chip options: chips, parallel degrees, imbalance, detail chips.
+
+Every bad combination fails here, before any simulation, with one sentence that names the
+option and the number that does not divide (heads, experts, layers, batch, chips).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simcore.collectives import ALGORITHMS
+from simcore.errors import ConfigError
+from simcore.hardware import Hardware
+from simcore.parallel import Parallelism, parse_jitter, parse_stragglers
+from simcore.parallel.memory import check_chip_fits
+from simcore.topology import topology_of
+from simcore.topology.topology import MAX_FLAT_CHIPS
+from simcore.workloads import MICROBENCHMARKS, MODELS, Workload
+
+PARALLEL = ("tp", "ep", "dp", "pp")
+MODEL_ONLY = ("tp", "ep", "dp", "pp", "sequence_parallel", "microbatches", "jitter", "straggler", "expert_skew",
+              "detail_chips")
+MAX_SKEW = 10.0
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _degree(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{_flag(name)} must be a positive integer (got {value!r}).")
+    return int(value)
+
+
+def is_multichip(c) -> bool:
+    """Does the capture span chips (or ask for multi-chip options)?"""
+    if c.chips is not None and not isinstance(c.chips, bool) and isinstance(c.chips, (int, np.integer)) and c.chips > 1:
+        return True
+    for name in PARALLEL:
+        v = getattr(c, name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v != 1):
+            return True
+    return any(getattr(c, n) is not None for n in ("sequence_parallel", "microbatches", "jitter", "straggler",
+                                                   "expert_skew", "detail_chips"))
+
+
+def check_single_chip_options(c, name: str) -> None:
+    """Micro-benchmarks and op graphs run on one chip (collectives take their ranks from --shape)."""
+    if name in MODELS:
+        if c.chips is not None:
+            _degree("chips", c.chips)
+        return
+    for opt in MODEL_ONLY + ("chips",):
+        v = getattr(c, opt)
+        if v is not None and not (opt in PARALLEL + ("chips",) and v == 1):
+            extra = " (collective micro-benchmarks take their ranks from --shape BYTES,RANKS)" \
+                if name in MICROBENCHMARKS and MICROBENCHMARKS[name]["shape"].startswith("BYTES") else ""
+            raise ConfigError(f"{_flag(opt)} applies to model workloads, not {name}{extra}.")
+    if c.cc_algorithm not in ALGORITHMS:
+        raise ConfigError(f"unknown --cc-algorithm '{c.cc_algorithm}'; choose one of {', '.join(ALGORITHMS)}.")
+
+
+def parse_chip_list(value: Any, chips: int, flag: str) -> list[int]:
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "all":
+            return list(range(chips))
+        try:
+            picked = [int(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"{flag} '{value}' must be 'all' or chip numbers like 0,5.") from None
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        picked = [int(value)]
+    elif isinstance(value, (list, tuple)) and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+                                                  for x in value):
+        picked = [int(x) for x in value]
+    else:
+        raise ConfigError(f"{flag} {value!r} must be 'all' or chip numbers like 0,5.")
+    if not picked:
+        raise ConfigError(f"{flag} names no chip; give 'all' or chip numbers like 0,5.")
+    bad = [x for x in picked if not 0 <= x < chips]
+    if bad:
+        raise ConfigError(f"{flag} {bad[0]} does not exist: the capture has chips 0..{chips - 1}.")
+    return sorted(set(picked))
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, max(1, min(n, at_most)) + 1) if n % d == 0)
+
+
+def resolve_multichip(c, hw: Hardware, cc: int, detail: str, detail_cores: list[int]):
+    """(Workload, per-chip memory, MultiChip, detail, detail cores) of a multi-chip model capture."""
+    from simcore.capture.config import model_params, model_shape
+    from simcore.capture.multichip import MultiChip
+
+    cfg = MODELS[c.workload]
+    phase, batch, seq, context, layers = model_shape(c)
+    tp = 1 if c.tp is None else _degree("tp", c.tp)
+    pp = 1 if c.pp is None else _degree("pp", c.pp)
+    ep = 1 if c.ep is None else _degree("ep", c.ep)
+    max_chips = hw.chips if "topology" in hw.data else MAX_FLAT_CHIPS
+    if c.chips is not None:
+        chips = _degree("chips", c.chips)
+        if c.dp is None:
+            if chips % (tp * pp):
+                raise ConfigError(f"--chips {chips} does not divide into --tp {tp} x --pp {pp}; "
+                                  f"use a multiple of {tp * pp} chips.")
+            dp = chips // (tp * pp)
+        else:
+            dp = _degree("dp", c.dp)
+            if tp * dp * pp != chips:
+                raise ConfigError(f"--tp {tp} x --dp {dp} x --pp {pp} = {tp * dp * pp} chips, but --chips is {chips}.")
+    else:
+        dp = 1 if c.dp is None else _degree("dp", c.dp)
+        chips = tp * dp * pp
+    where = f"the {max_chips} chips of {hw.name}" if "topology" in hw.data else \
+        f"the simulator's limit of {max_chips} chips for a preset without a topology"
+    if chips > max_chips:
+        raise ConfigError(f"{chips} chips (--tp {tp} x --dp {dp} x --pp {pp}) exceed {where}.")
+    # what the model's shapes allow
+    if cfg.heads % tp:
+        sugg = _largest_divisor(cfg.heads, tp)
+        raise ConfigError(f"{cfg.name}'s {cfg.heads} attention heads do not divide over --tp {tp}; "
+                          f"use a divisor of {cfg.heads} such as {sugg}.")
+    if not cfg.mla and (cfg.kv_heads % tp if cfg.kv_heads >= tp else tp % cfg.kv_heads):
+        raise ConfigError(f"{cfg.name}'s {cfg.kv_heads} KV heads neither divide over nor evenly replicate across --tp {tp}.")
+    local_heads = cfg.heads // tp
+    if local_heads % cc and cc % local_heads:
+        raise ConfigError(f"{cfg.name}'s {local_heads} attention heads per chip (--tp {tp}) do not spread over "
+                          f"{cc} compute cores; use --compute-cores dividing or divided by {local_heads}.")
+    if cfg.intermediate % tp or cfg.vocab % tp:
+        what = "MLP width" if cfg.intermediate % tp else "vocabulary"
+        size = cfg.intermediate if cfg.intermediate % tp else cfg.vocab
+        raise ConfigError(f"{cfg.name}'s {what} of {size} does not divide over --tp {tp}.")
+    if ep > 1:
+        if cfg.moe is None:
+            raise ConfigError(f"--ep applies to mixture-of-experts models; {cfg.name} is dense (use --tp or --dp).")
+        if cfg.moe.experts % ep:
+            raise ConfigError(f"{cfg.name}'s {cfg.moe.experts} experts do not divide over --ep {ep}.")
+        if (tp * dp) % ep:
+            raise ConfigError(f"--ep {ep} does not divide the {tp * dp} chips of a pipeline stage (--tp {tp} x --dp {dp}); "
+                              "expert-parallel groups are taken from the data- and tensor-parallel chips.")
+    elif cfg.moe is not None and cfg.moe.intermediate % tp:
+        raise ConfigError(f"{cfg.name}'s expert width of {cfg.moe.intermediate} does not divide over --tp {tp}.")
+    if layers % pp:
+        raise ConfigError(f"{layers} layers do not divide over --pp {pp} pipeline stages; "
+                          f"use a divisor of {layers} such as {_largest_divisor(layers, pp)} (or --layers).")
+    if batch % dp:
+        raise ConfigError(f"--batch {batch} does not divide over --dp {dp} data-parallel replicas; "
+                          f"use a multiple of {dp}.")
+    local = batch // dp
+    if c.microbatches is None:
+        mb = _largest_divisor(local, pp)
+    else:
+        mb = _degree("microbatches", c.microbatches)
+        if local % mb:
+            raise ConfigError(f"--microbatches {mb} does not divide the {local} sequences of each data-parallel replica "
+                              f"(--batch {batch} / --dp {dp}).")
+    q = 1 if phase == "decode" else seq
+    tokens = local // mb * q
+    if c.sequence_parallel is not None and not isinstance(c.sequence_parallel, bool):
+        raise ConfigError(f"--sequence-parallel must be true or false (got {c.sequence_parallel!r}).")
+    if c.sequence_parallel:
+        if tp == 1:
+            raise ConfigError("--sequence-parallel splits tokens over the tensor-parallel group; it needs --tp > 1.")
+        if tokens % tp:
+            raise ConfigError(f"--sequence-parallel needs the {tokens} tokens of a microbatch to divide over --tp {tp}.")
+        sp = True
+    elif c.sequence_parallel is None:
+        sp = phase != "decode" and tp > 1 and tokens % tp == 0
+    else:
+        sp = False
+    par = Parallelism(tp, ep, dp, pp, sp, mb)
+    topo = topology_of(hw, chips)
+    if c.cc_algorithm not in ALGORITHMS:
+        raise ConfigError(f"unknown --cc-algorithm '{c.cc_algorithm}'; choose one of {', '.join(ALGORITHMS)}.")
+    jitter = parse_jitter(c.jitter)
+    stragglers = parse_stragglers(c.straggler, chips)
+    skew = 0.0
+    if c.expert_skew is not None:
+        try:
+            skew = float(c.expert_skew)
+        except (TypeError, ValueError):
+            raise ConfigError(f"--expert-skew must be a number like 1.0 (got {c.expert_skew!r}).") from None
+        if isinstance(c.expert_skew, bool) or not np.isfinite(skew) or not 0 <= skew <= MAX_SKEW:
+            raise ConfigError(f"--expert-skew must be between 0 (uniform) and {MAX_SKEW:g} (got {c.expert_skew!r}).")
+        if cfg.moe is None:
+            raise ConfigError(f"--expert-skew shapes mixture-of-experts routing; {cfg.name} is dense.")
+    workers = None if c.workers is None else _degree("workers", c.workers)
+    detail_chips: list[int] = []
+    if c.detail_chips is not None:
+        if c.detail == "kernel":
+            raise ConfigError("--detail-chips picks the chips to record instructions for; add --detail instruction.")
+        detail_chips = parse_chip_list(c.detail_chips, chips, "--detail-chips")
+        detail = "instruction"
+        detail_cores = detail_cores or [0]
+    elif detail == "instruction":
+        detail_chips = [0]
+    mem = check_chip_fits(cfg, phase, batch, seq, context, c.dtype, par, hw.hbm_capacity, hw.name)
+    wl = Workload(cfg.name, cfg.display, "model", c.dtype, [], model_params(cfg, phase, batch, seq, context, layers),
+                  phase, {L: f"layer {L}" for L in range(layers)})
+    mc = MultiChip(cfg, phase, batch, seq, context, layers, par, topo, jitter, stragglers, skew, detail_chips,
+                   c.cc_algorithm, workers)
+    return wl, mem, mc, detail, detail_cores or []

@@ -1,0 +1,379 @@
+"""Trace tables of a multi-chip capture, written chip by chip (every per-chip table partitioned).
+
+Per chip: a `Kernels` row per core, engine, DMA-queue and `CC` rows per instruction-detail
+core of an instruction-detail chip, `State Buffer Usage`, `PSUM Usage` and `Throttling`
+per core, and chip-level `CC` (the chip's rank in every collective), `HBM Read/Write
+Bandwidth` and `Link Bandwidth` (bytes the chip sent over its links). A chip's rows are
+its class's simulated rows mapped onto the composed timeline, one numpy pass per table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simcore.capture.chipsim import ChipSim
+from simcore.capture.compose import Timeline
+from simcore.capture.tables import _Names
+from simcore.collectives import bus_factor
+from simcore.hardware import Hardware
+from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, dma_track_name
+from simcore.parallel.plan import CommRef, Compute, StepPlan
+from simcore.trace import TraceWriter
+from simcore.trace import schema as S
+
+MAX_BINS = 4000
+MIN_BIN_NS = 1000.0
+
+
+@dataclass
+class ChipLayout:
+    """Track ids of one chip."""
+
+    kernel: np.ndarray          # per core
+    engine_base: dict[int, int]  # detail core -> first engine track
+    cc_core: dict[int, int]      # detail core -> its CC track
+    sbuf: np.ndarray
+    psum: np.ndarray
+    throttle: np.ndarray
+    cc: int
+    hbm_read: int
+    hbm_write: int
+    link: int
+
+
+def _collapse(track: np.ndarray, t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort by (track, time), keep the last of samples at the same time, drop repeats of a value."""
+    order = np.lexsort((t, track))
+    track, t, v = track[order], t[order], v[order]
+    if len(t) > 1:
+        keep = np.r_[(t[1:] != t[:-1]) | (track[1:] != track[:-1]), True]
+        track, t, v = track[keep], t[keep], v[keep]
+    if len(t) > 1:
+        keep = np.r_[True, (v[1:] != v[:-1]) | (track[1:] != track[:-1])]
+        track, t, v = track[keep], t[keep], v[keep]
+    return track, t, v
+
+
+def _bins(t: np.ndarray, width: np.ndarray, nbytes: list[np.ndarray], end: float, bin_ns: float) -> list[np.ndarray]:
+    """Bytes of slices [t, t + width) spread over fixed bins of bin_ns (slices never exceed a bin)."""
+    nb = int(end // bin_ns) + 1
+    i0 = np.minimum((t // bin_ns).astype(np.int64), nb - 1)
+    edge = (i0 + 1) * bin_ns
+    f0 = np.clip((edge - t) / np.maximum(width, 1e-9), 0.0, 1.0)
+    i1 = np.minimum(i0 + 1, nb - 1)
+    out = []
+    for b in nbytes:
+        out.append((np.bincount(i0, b * f0, minlength=nb)[:nb] + np.bincount(i1, b * (1 - f0), minlength=nb)[:nb])
+                   / bin_ns)
+    return out
+
+
+class MultiChipTables:
+    def __init__(self, hw: Hardware, plan: StepPlan, sims: list[ChipSim], class_of: np.ndarray,
+                 class_programs: list[list], tl: Timeline, detail_chips: list[int], detail_cores: list[int],
+                 compute_cores: int, display: str) -> None:
+        self.hw, self.plan, self.sims, self.class_of, self.tl = hw, plan, sims, class_of, tl
+        self.detail_chips = set(detail_chips)
+        self.detail_cores = list(detail_cores)
+        self.compute_cores = compute_cores
+        self.display = display
+        self.end_ns = int(np.ceil(tl.end_ns))
+        self._tracks()
+        self._ops(class_programs)
+        self.kernel_names = _Names()
+        self.class_name_map = [np.array([self.kernel_names.code(n) for n in s.names] or [0], np.int64) for s in sims]
+
+    # -- tracks -----------------------------------------------------------------------------
+    def _tracks(self) -> None:
+        rows: list[tuple[int, int, str, str, str]] = []
+        self.layout: list[ChipLayout] = []
+        n = self.hw.cores_per_chip
+        Q = self.hw.dma_queues
+
+        def add(chip: int, core: int, kind: str, name: str, unit: str = "") -> int:
+            rows.append((chip, core, kind, name, unit))
+            return len(rows) - 1
+
+        for chip in range(self.plan.chips):
+            kernel = np.zeros(n, np.int64)
+            engine_base: dict[int, int] = {}
+            cc_core: dict[int, int] = {}
+            detail = chip in self.detail_chips
+            cc = add(chip, -1, "cc", "CC")
+            for core in range(n):
+                kernel[core] = add(chip, core, "kernel", "Kernels")
+                if detail and core in self.detail_cores:
+                    engine_base[core] = len(rows)
+                    for kind, name in ENGINE_TRACKS:
+                        add(chip, core, kind, name)
+                    for q in range(Q):
+                        add(chip, core, "dma_queue", dma_track_name(q))
+                    cc_core[core] = add(chip, core, "cc", "CC")
+            sbuf, psum, thr = (np.zeros(n, np.int64) for _ in range(3))
+            for core in range(n):
+                sbuf[core] = add(chip, core, "counter", S.COUNTER_SBUF, "bytes")
+                psum[core] = add(chip, core, "counter", S.COUNTER_PSUM, "bytes")
+                thr[core] = add(chip, core, "counter", S.COUNTER_THROTTLE, "%")
+            hr = add(chip, -1, "counter", S.COUNTER_HBM_READ, "GB/s")
+            hwr = add(chip, -1, "counter", S.COUNTER_HBM_WRITE, "GB/s")
+            link = add(chip, -1, "counter", S.COUNTER_LINK, "GB/s")
+            self.layout.append(ChipLayout(kernel, engine_base, cc_core, sbuf, psum, thr, cc, hr, hwr, link))
+        self.track_rows = rows
+
+    # -- op hierarchy -------------------------------------------------------------------------
+    def _ops(self, class_programs: list[list]) -> None:
+        rows: list[list] = [[0, -1, "model", self.display, "model"]]
+        layer_row: dict[int, int] = {}
+        self.op_id: dict[tuple, int] = {}
+        for key, kind in self.plan.op_kinds.items():
+            layer, name = key
+            parent = 0
+            if layer >= 0:
+                parent = layer_row.get(layer, -1)
+                if parent < 0:
+                    parent = layer_row[layer] = len(rows)
+                    rows.append([parent, 0, "layer", self.plan.layer_names.get(layer, f"layer {layer}"), "layer"])
+            self.op_id[key] = len(rows)
+            rows.append([len(rows), parent, "op", name, kind])
+        self.op_rows = rows
+        self.op_start = np.full(len(rows), np.iinfo(np.int64).max, np.int64)
+        self.op_end = np.full(len(rows), np.iinfo(np.int64).min, np.int64)
+        self.class_op_ids = [np.array([self.op_id[it.key] for it in prog if isinstance(it, Compute)] or [0], np.int64)
+                             for prog in class_programs]
+        self.coll_op = np.array([self.op_id[c.key] for c in self.plan.collectives] or [0], np.int64)
+
+    # -- writing ------------------------------------------------------------------------------
+    def write(self, w: TraceWriter, progress=None) -> None:
+        tr = self.track_rows
+        w.write("tracks", {
+            "track_id": np.arange(len(tr), dtype=np.int32), "chip": np.array([r[0] for r in tr], np.int32),
+            "core": np.array([r[1] for r in tr], np.int32), "kind": [r[2] for r in tr], "name": [r[3] for r in tr],
+            "unit": [r[4] for r in tr],
+        })
+        self.next_kernel = 0
+        self.next_event = 0
+        comms = [[it for it in prog if isinstance(it, CommRef) and not it.wait] for prog in self.plan.programs]
+        for chip in range(self.plan.chips):
+            self._chip(w, chip, comms[chip])
+            if progress is not None:
+                progress(chip + 1, self.plan.chips)
+        self._write_ops(w)
+
+    def _map(self, chip: int, sim: ChipSim, t: np.ndarray, seg: np.ndarray) -> np.ndarray:
+        f = self.tl.factor[chip, seg]
+        return self.tl.seg_real[chip][seg] + (t - sim.seg_start[seg]) * f
+
+    def _chip(self, w: TraceWriter, chip: int, comms: list[CommRef]) -> None:
+        k = int(self.class_of[chip])
+        sim = self.sims[k]
+        lay = self.layout[chip]
+        kern = sim.kern
+        n = len(kern["start"])
+        seg = kern["seg"]
+        start = np.rint(self._map(chip, sim, kern["start"], seg)).astype(np.int64)
+        end = np.maximum(np.rint(self._map(chip, sim, kern["end"], seg)).astype(np.int64), start)
+        op_ids = self.class_op_ids[k][kern["op"]]
+        kid = self.next_kernel + np.arange(n, dtype=np.int64)
+        self.next_kernel += n
+        core = kern["core"]
+        if n:
+            w.write("kernels", {
+                "kernel_id": kid, "track_id": lay.kernel[core].astype(np.int32), "chip": np.full(n, chip, np.int32),
+                "core": core.astype(np.int32), "op_id": op_ids, "name": (self.class_name_map[k][kern["name"]],
+                                                                          self.kernel_names.values),
+                "start_ns": start, "dur_ns": end - start, "flops": kern["flops"], "model_flops": kern["model_flops"],
+                "hbm_read_bytes": kern["hbm_read"], "hbm_write_bytes": kern["hbm_write"],
+                "dtype": (kern["dtype"], DTYPES.values),
+            }, chip=chip)
+            np.minimum.at(self.op_start, op_ids, start)
+            np.maximum.at(self.op_end, op_ids, end)
+        self._collectives(w, chip, comms)
+        self._counters(w, chip, sim, start, end)
+        if chip in self.detail_chips:
+            self._detail(w, chip, sim, kid, comms)
+
+    def _collectives(self, w: TraceWriter, chip: int, comms: list[CommRef]) -> None:
+        if not comms:
+            return
+        tl, colls = self.tl, self.plan.collectives
+        rows = []
+        for ref in comms:
+            c = colls[ref.coll]
+            r = c.plan.group.index(chip)
+            rows.append((ref.coll, r, c.plan.ranks, tl.arrive[ref.coll][r], tl.start[ref.coll], tl.end[ref.coll][r],
+                         int(c.plan.nbytes[r]), bus_factor(c.kind, c.plan.ranks)))
+        a = np.array(rows, np.float64)
+        arrive = np.rint(a[:, 3]).astype(np.int64)
+        start = np.maximum(np.rint(a[:, 4]).astype(np.int64), arrive)
+        end = np.maximum(np.rint(a[:, 5]).astype(np.int64), start)
+        order = np.argsort(arrive, kind="stable")
+        ids = a[:, 0].astype(np.int64)
+        nbytes = a[:, 6].astype(np.int64)
+        xfer = np.maximum(end - start, 1)
+        algo = nbytes / xfer
+        kinds = [colls[i].kind for i in ids]
+        algs = [colls[i].plan.algorithm for i in ids]
+        w.write("collectives", {
+            "collective_id": ids[order], "track_id": np.full(len(ids), self.layout[chip].cc, np.int32),
+            "chip": np.full(len(ids), chip, np.int32), "rank": a[order, 1].astype(np.int32),
+            "group_size": a[order, 2].astype(np.int32), "kind": [kinds[i] for i in order],
+            "algorithm": [algs[i] for i in order], "op_id": self.coll_op[ids[order]], "bytes": nbytes[order],
+            "arrive_ns": arrive[order], "start_ns": start[order], "end_ns": end[order],
+            "wait_ns": (start - arrive)[order], "algo_bw_gbps": algo[order], "bus_bw_gbps": (algo * a[:, 7])[order],
+        }, chip=chip)
+        op_ids = self.coll_op[ids]
+        np.minimum.at(self.op_start, op_ids, start)
+        np.maximum.at(self.op_end, op_ids, end)
+
+    def _counters(self, w: TraceWriter, chip: int, sim: ChipSim, start: np.ndarray, end: np.ndarray) -> None:
+        lay = self.layout[chip]
+        kern = sim.kern
+        core = kern["core"]
+        tracks, times, values = [], [], []
+        for col, ids in (("sbuf", lay.sbuf), ("psum", lay.psum)):
+            tracks.append(np.repeat(ids[core], 2))
+            times.append(np.stack([start, end], axis=1).ravel())
+            values.append(np.stack([kern[col].astype(np.float64), np.zeros(len(start))], axis=1).ravel())
+        th = sim.thr
+        if len(th["t"]):
+            tracks.append(lay.throttle[th["core"]])
+            times.append(np.rint(self._map(chip, sim, th["t"], th["seg"])).astype(np.int64))
+            values.append(th["v"])
+        end_ns = max(self.end_ns, 1)
+        h = sim.hbm
+        slice_max = float(h["width"].max() * self.tl.factor[chip].max()) if len(h["t"]) else 0.0
+        link_slice = self.tl.ledger.slice_ns
+        bin_ns = max(MIN_BIN_NS, end_ns / MAX_BINS, slice_max, link_slice)
+        grid = np.arange(int(end_ns // bin_ns) + 1, dtype=np.float64) * bin_ns
+        if len(h["t"]):
+            f = self.tl.factor[chip, h["seg"]]
+            rd, wr = _bins(self._map(chip, sim, h["t"], h["seg"]), h["width"] * f, [h["read"], h["write"]], end_ns,
+                           bin_ns)
+        else:
+            rd = wr = np.zeros(len(grid))
+        sent = self.tl.ledger.sent(chip)
+        used = np.flatnonzero(sent)
+        if len(used):
+            m = int(used[-1]) + 1
+            ts = np.arange(m) * link_slice
+            (link,) = _bins(ts, np.full(m, link_slice), [sent[:m]], end_ns, bin_ns)
+        else:
+            link = np.zeros(len(grid))
+        for tid, v in ((lay.hbm_read, rd), (lay.hbm_write, wr), (lay.link, link)):
+            tracks.append(np.full(len(grid) + 1, tid, np.int64))
+            times.append(np.r_[np.rint(grid).astype(np.int64), end_ns])
+            values.append(np.r_[v[:len(grid)], 0.0])
+        tr, t, v = _collapse(np.concatenate(tracks), np.concatenate(times).astype(np.int64), np.concatenate(values))
+        w.write("counters", {"track_id": tr.astype(np.int32), "time_ns": t, "value": v}, chip=chip)
+
+    def _detail(self, w: TraceWriter, chip: int, sim: ChipSim, kid: np.ndarray, comms: list[CommRef]) -> None:
+        lay = self.layout[chip]
+        instr: dict[int, list[dict[str, np.ndarray]]] = {}
+        dma: dict[int, list[dict[str, np.ndarray]]] = {}
+        flows = []
+        for d in sim.detail:
+            if d.core not in lay.engine_base:
+                continue
+            p = d.program
+            n = len(p)
+            segs = np.full(n, d.seg, np.int64)
+            s = np.rint(self._map(chip, sim, d.start, segs)).astype(np.int64)
+            e = np.maximum(np.rint(self._map(chip, sim, d.end, segs)).astype(np.int64), s)
+            ids = self.next_event + np.arange(n, dtype=np.int64)
+            self.next_event += n
+            order = np.argsort(p.engine, kind="stable")
+            eng = p.engine[order]
+            cuts = np.flatnonzero(np.diff(eng)) + 1
+            bounds = np.concatenate([[0], cuts, [n]])
+            kernel = int(kid[d.kernel_row])
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                sel = order[a:b]
+                track = int(lay.engine_base[d.core] + eng[a])
+                if p.partitions[sel[0]] > 0:
+                    dma.setdefault(track, []).append({
+                        "id": ids[sel], "start_ns": s[sel], "dur_ns": e[sel] - s[sel], "bytes": p.bytes[sel],
+                        "partitions": p.partitions[sel], "src": p.src[sel].astype(np.int32),
+                        "dst": p.dst[sel].astype(np.int32), "kernel_id": np.full(len(sel), kernel, np.int64)})
+                else:
+                    instr.setdefault(track, []).append({
+                        "id": ids[sel], "start_ns": s[sel], "dur_ns": e[sel] - s[sel],
+                        "opcode": p.opcode[sel].astype(np.int32), "kernel_id": np.full(len(sel), kernel, np.int64),
+                        "flops": p.flops[sel], "bytes": p.bytes[sel], "dtype": p.dtype[sel].astype(np.int32)})
+            if len(p.dep_idx):
+                owner = np.repeat(np.arange(n), np.diff(p.dep_ptr))
+                cross = p.engine[owner] != p.engine[p.dep_idx]
+                flows.append((ids[p.dep_idx[cross]], ids[owner[cross]]))
+        for core, track in lay.cc_core.items():
+            rows = self._cc_stream(chip, comms)
+            if rows is not None:
+                instr.setdefault(track, []).append(rows)
+        _write_grouped(w, "instructions", instr, {"opcode": OPCODES.values, "dtype": DTYPES.values}, chip)
+        _write_grouped(w, "dma", dma, {"src": MEMORIES.values, "dst": MEMORIES.values}, chip)
+        if flows:
+            w.write("flows", {"src_id": np.concatenate([f[0] for f in flows]),
+                              "dst_id": np.concatenate([f[1] for f in flows]), "kind": "semaphore"}, chip=chip)
+
+    def _cc_stream(self, chip: int, comms: list[CommRef]) -> dict[str, np.ndarray] | None:
+        """The collective engine's instructions on one core: each collective's steps laid over
+        [start, end], each step as long as its share of the idle-system cost."""
+        starts, durs, ops, nbytes = [], [], [], []
+        for ref in comms:
+            c = self.plan.collectives[ref.coll]
+            r = c.plan.group.index(chip)
+            steps = c.plan.rank_steps(r)
+            if not steps:
+                continue
+            s0 = float(self.tl.start[ref.coll])
+            e0 = float(self.tl.end[ref.coll][r])
+            wts = np.array([x[2] for x in steps], np.float64)
+            total = wts.sum()
+            frac = np.cumsum(np.r_[0.0, wts]) / total if total > 0 else np.linspace(0, 1, len(steps) + 1)
+            edges = np.rint(s0 + frac * (e0 - s0)).astype(np.int64)
+            starts.append(edges[:-1])
+            durs.append(np.maximum(edges[1:] - edges[:-1], 0))
+            ops.append(np.array([OPCODES.code(x[0]) for x in steps], np.int32))
+            nbytes.append(np.array([int(x[1] // self.compute_cores) for x in steps], np.int64))
+        if not starts:
+            return None
+        s = np.concatenate(starts)
+        order = np.argsort(s, kind="stable")
+        n = len(s)
+        ids = self.next_event + np.arange(n, dtype=np.int64)
+        self.next_event += n
+        return {"id": ids, "start_ns": s[order], "dur_ns": np.concatenate(durs)[order],
+                "opcode": np.concatenate(ops)[order], "kernel_id": np.full(n, -1, np.int64),
+                "flops": np.zeros(n, np.int64), "bytes": np.concatenate(nbytes)[order],
+                "dtype": np.full(n, DTYPES.code("bf16"), np.int32)}
+
+    def _write_ops(self, w: TraceWriter) -> None:
+        rows = self.op_rows
+        start, end = self.op_start.copy(), self.op_end.copy()
+        for i in range(len(rows) - 1, 0, -1):  # children come after their parents: fold spans upwards
+            parent = rows[i][1]
+            if parent >= 0 and start[i] <= end[i]:
+                start[parent] = min(start[parent], start[i])
+                end[parent] = max(end[parent], end[i])
+        keep = [i for i in range(len(rows)) if start[i] <= end[i]]
+        w.write("ops", {
+            "op_id": np.array([rows[i][0] for i in keep], np.int64),
+            "parent_id": np.array([rows[i][1] for i in keep], np.int64),
+            "level": [rows[i][2] for i in keep], "name": [rows[i][3] for i in keep], "kind": [rows[i][4] for i in keep],
+            "start_ns": start[keep], "dur_ns": (end - start)[keep],
+        })
+
+
+def _write_grouped(w: TraceWriter, table: str, per_track: dict[int, list[dict[str, np.ndarray]]],
+                   vocabs: dict[str, list[str]], chip: int) -> None:
+    for track in sorted(per_track):
+        chunks = per_track[track]
+        cols = {k: np.concatenate([c[k] for c in chunks]) if len(chunks) > 1 else chunks[0][k] for k in chunks[0]}
+        if len(chunks) > 1:  # kernels of several ops (and collectives) on one row: keep starts in order
+            o = np.argsort(cols["start_ns"], kind="stable")
+            cols = {k: v[o] for k, v in cols.items()}
+        n = len(cols["id"])
+        batch = {"track_id": np.full(n, track, np.int32)}
+        for k, v in cols.items():
+            batch[k] = (v, vocabs[k]) if k in vocabs else v
+        w.write(table, batch, chip=chip)

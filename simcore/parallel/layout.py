@@ -1,0 +1,64 @@
+"""Parallel degrees and the rank layout: which chips form the TP, DP, EP and pipeline groups.
+
+Megatron/NxD order: tensor parallel is the fastest-varying rank index, then data
+parallel, then pipeline stage -- chip = stage * (dp * tp) + dp_rank * tp + tp_rank -- so a
+TP group is consecutive chips (inside a server when it fits, where the links are
+fastest) and pipeline neighbours are dp * tp chips apart. Expert parallel groups are
+consecutive blocks of `ep` chips inside a stage (ep divides dp * tp): experts are spread
+over the chips of a block, and each block holds every expert once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    tp: int = 1
+    ep: int = 1
+    dp: int = 1
+    pp: int = 1
+    sp: bool = False            # sequence parallel: norms and residuals on tokens / tp, AG/RS instead of AR
+    microbatches: int = 1
+
+    @property
+    def chips(self) -> int:
+        return self.tp * self.dp * self.pp
+
+    @property
+    def stage_size(self) -> int:
+        return self.tp * self.dp
+
+    def coords(self, chip: int) -> tuple[int, int, int]:
+        """(stage, dp rank, tp rank) of a chip."""
+        stage, rest = divmod(chip, self.stage_size)
+        d, t = divmod(rest, self.tp)
+        return stage, d, t
+
+    def chip(self, stage: int, d: int, t: int) -> int:
+        return stage * self.stage_size + d * self.tp + t
+
+    def tp_group(self, chip: int) -> tuple[int, ...]:
+        s, d, _ = self.coords(chip)
+        return tuple(self.chip(s, d, t) for t in range(self.tp))
+
+    def dp_group(self, chip: int) -> tuple[int, ...]:
+        s, _, t = self.coords(chip)
+        return tuple(self.chip(s, d, t) for d in range(self.dp))
+
+    def ep_group(self, chip: int) -> tuple[int, ...]:
+        s, d, t = self.coords(chip)
+        local = d * self.tp + t
+        first = (local // self.ep) * self.ep
+        return tuple(s * self.stage_size + first + i for i in range(self.ep))
+
+    def expert_dp_group(self, chip: int) -> tuple[int, ...]:
+        """Chips holding the same experts (the same position in every EP block of the stage)."""
+        s, d, t = self.coords(chip)
+        local = d * self.tp + t
+        pos = local % self.ep
+        return tuple(s * self.stage_size + b + pos for b in range(0, self.stage_size, self.ep))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
