@@ -160,10 +160,10 @@ def kernel_deltas(ga: pd.DataFrame, gb: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["op_key", "name"], kind="stable").reset_index(drop=True)
 
 
-def diff(a: Trace, b: Trace) -> TraceDiff:
-    """All deltas of B against A."""
-    sa, sb = summarize(a), summarize(b)
-    ha, hb = Hierarchy(a), Hierarchy(b)
+def diff(a: Trace, b: Trace, *, summary_a: Summary | None = None, hierarchy_a: Hierarchy | None = None) -> TraceDiff:
+    """All deltas of B against A (a window that already holds A's summary and tree passes them in)."""
+    sa, sb = summary_a or summarize(a), summarize(b)
+    ha, hb = hierarchy_a or Hierarchy(a), Hierarchy(b)
     ka, kb = op_keys(ha), op_keys(hb)
     return TraceDiff(
         a=str(a.path), b=str(b.path), summary_a=sa, summary_b=sb,

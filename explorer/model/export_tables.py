@@ -1,4 +1,4 @@
-"""Write the operator table, a summary or any analysis table to CSV, atomically.
+"""Write the operator table, a summary, an area selection or any analysis table to CSV, atomically.
 
 The GUI's "Export CSV" actions and scripts call these; files go through
 `simcore.atomic.atomic_path`, so a failed export never leaves a half-written file.
@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from explorer.model.hierarchy import Hierarchy
+from explorer.model.intervals import overlaps
 from explorer.model.metrics import METRIC_BY_NAME
+from explorer.model.scope import Tracks, codes, num
 from explorer.model.summary import Summary
 from simcore.atomic import atomic_path
+from simcore.trace import Trace
 
 
 def write_csv(frame: pd.DataFrame, path: str | os.PathLike[str]) -> Path:
@@ -42,3 +47,62 @@ def write_summary(summary: Summary, path: str | os.PathLike[str]) -> Path:
             spec = METRIC_BY_NAME[name]
             w.writerow([name, "" if value is None else value, spec.unit, spec.group, summary.unavailable.get(name, "")])
     return path
+
+
+AREA_COLUMNS = ("table", "id", "track_id", "track", "chip", "core", "name", "start_ns", "end_ns", "dur_ns",
+                "kernel_id", "flops", "bytes")
+
+
+def area_events(trace: Trace, track_ids: Iterable[int], t0: int, t1: int) -> pd.DataFrame:
+    """Every event on `track_ids` that overlaps [t0, t1): instructions, DMA transfers, kernels and
+    collective rank-rows (arrive -> end), one row each with `AREA_COLUMNS`, in time order.
+
+    What "export the selection" writes: an area selection of the timeline as rows.
+    A zero-length event counts when t0 <= start < t1 (as in the summary's counts).
+    """
+    tracks = Tracks.of(trace)
+    wanted = np.zeros(len(tracks), bool)
+    ids = np.asarray(list(track_ids), dtype=np.int64)
+    wanted[ids[(ids >= 0) & (ids < len(tracks))]] = True
+    parts = []
+    specs = (  # table, id column, start column, end from (column, is duration), name column, kernel column
+        ("instructions", "id", "start_ns", ("dur_ns", True), "opcode", "kernel_id"),
+        ("dma", "id", "start_ns", ("dur_ns", True), None, "kernel_id"),
+        ("kernels", "kernel_id", "start_ns", ("dur_ns", True), "name", "kernel_id"),
+        ("collectives", "collective_id", "arrive_ns", ("end_ns", False), "kind", None),
+    )
+    for table, id_col, start_col, (end_col, is_dur), name_col, kernel_col in specs:
+        t = trace.table(table)
+        if not t.num_rows:
+            continue
+        tid = num(t, "track_id").astype(np.int64)
+        start = num(t, start_col)
+        end = start + num(t, end_col) if is_dur else num(t, end_col)
+        inside = np.zeros(len(tid), bool)
+        known = tid < len(tracks)
+        inside[known] = wanted[tid[known]]
+        inside &= overlaps(start, end, t0, t1)
+        rows = np.flatnonzero(inside)
+        if not len(rows):
+            continue
+        if name_col is not None:
+            c, vocab = codes(t, name_col)
+            name = np.asarray(vocab, dtype=object)[c[rows]]
+        else:
+            sc, sv = codes(t, "src")
+            dc, dv = codes(t, "dst")
+            name = "DMA " + np.asarray(sv, dtype=object)[sc[rows]] + "->" + np.asarray(dv, dtype=object)[dc[rows]]
+        zeros = np.zeros(len(rows), np.int64)
+        tr = tid[rows]
+        parts.append(pd.DataFrame({
+            "table": table, "id": num(t, id_col)[rows], "track_id": tr, "track": tracks.name[tr],
+            "chip": tracks.chip[tr], "core": tracks.core[tr], "name": name,
+            "start_ns": start[rows], "end_ns": end[rows], "dur_ns": end[rows] - start[rows],
+            "kernel_id": num(t, kernel_col)[rows] if kernel_col else zeros - 1,
+            "flops": num(t, "flops")[rows] if "flops" in t.column_names else zeros,
+            "bytes": num(t, "bytes")[rows] if "bytes" in t.column_names else zeros,
+        }))
+    if not parts:
+        return pd.DataFrame(columns=list(AREA_COLUMNS))
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["start_ns", "track_id"], kind="stable").reset_index(drop=True)[list(AREA_COLUMNS)]

@@ -35,6 +35,26 @@ ROW_COLUMNS = (
     "dur_ns", "share_percent", "flops", "model_flops", "hbm_bytes", "tflops", "gbps",
     "arithmetic_intensity", "bound", "dtype", "instruction_count",
 )
+# what each metric column of the operator table means (docs/metrics.md, "Operator tree"):
+# the tree view's header tooltips, so the GUI explains a number the same way the docs do
+COLUMN_DOCS: dict[str, str] = {
+    "name": "Model, layer, op (ops table), kernel (kernels table) or instruction / DMA transfer.",
+    "level": "model, layer, op, kernel or instruction (DMA transfers are instruction-level rows).",
+    "dur_ns": "Wall time of the row: end of its last kernel minus its start (an event's own duration).",
+    "share_percent": "dur_ns / the trace's span. Kernels on different cores overlap, so siblings may sum past 100.",
+    "flops": "Hardware FLOPs: a kernel's own; an op's is the sum over every kernel in its subtree.",
+    "model_flops": "FLOPs the model needs (excludes recompute, transposes, padding), summed like flops.",
+    "hbm_bytes": "HBM read + write bytes, summed like flops (an instruction row: its SBUF/PSUM bytes).",
+    "tflops": "flops / dur_ns / 1e3: achieved TFLOPS over the row's wall time.",
+    "gbps": "hbm_bytes / dur_ns (bytes per ns = GB/s).",
+    "arithmetic_intensity": "flops / hbm_bytes in FLOP per byte (empty when there are no HBM bytes).",
+    "bound": "What limits the row: compute, hbm, dma_latency, collective or unknown (explorer.model.bound).",
+    "dtype": "Compute data type of a kernel's matmuls, or an instruction's operand type.",
+    "chip": "Chip index (-1 for ops, which may span chips).",
+    "core": "NeuronCore index (-1 for ops).",
+    "start_ns": "Start, from the trace's start.",
+    "instruction_count": "Instructions under the row (0 without instruction detail).",
+}
 # instruction track kinds counted separately for a kernel's busiest-engine time
 _ENGINE_ROWS = ("tensor", "tensor_matrix", "vector", "scalar", "gpsimd", "sync")
 

@@ -35,6 +35,7 @@ from explorer.ui.selection_view import QtSelectionSummary
 from explorer.ui.timeline import TimelineWidget
 from explorer.ui.utilisation_view import QtUtilisation
 from explorer.ui.window_extras import install as install_window_extras
+from explorer.ui.analysis_panels import install as install_analysis_panels
 
 SHORTCUTS = """<h3>Timeline</h3><table cellpadding='3'>
 <tr><td><b>W / S</b></td><td>zoom in / out at the mouse cursor</td></tr>
@@ -57,6 +58,7 @@ class MainWindow(QMainWindow):
     """Trn3 Explorer's window. `open_path` loads a trace in a worker thread."""
 
     trace_loaded = Signal(object)  # LoadedTrace
+    trace_closed = Signal()
     load_failed = Signal(str)
 
     def __init__(self, settings: QSettings | None = None) -> None:
@@ -110,6 +112,7 @@ class MainWindow(QMainWindow):
         self._frame_timer.timeout.connect(lambda: self.frame_label.setText(f"frame {tl.last_frame_ms or tl.canvas.last_paint_ms:.1f} ms"))
         self._frame_timer.start()
         self.extras = install_window_extras(self)  # File > New capture, themes, shortcuts, About, saved layout
+        self.analysis = install_analysis_panels(self)  # summary, operators, kernel, dependencies, recommendations, compare, export
 
     # -- building --------------------------------------------------------------------
     def add_panel(self, title: str, widget: QWidget, area: Qt.DockWidgetArea = Qt.RightDockWidgetArea,
@@ -289,6 +292,7 @@ class MainWindow(QMainWindow):
         self.legend.show_colours(index, self.timeline.colour_mode)
         if result is None:
             self.setWindowTitle("Trn3 Explorer")
+            self.trace_closed.emit()
             return
         tr = index.trace
         wl = tr.workload.get("name", "")

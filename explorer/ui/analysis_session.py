@@ -1,0 +1,278 @@
+"""The analyses behind the summary, operator, kernel, dependency and recommendation panels.
+
+`TraceAnalysis` bundles the `explorer.model` objects of one trace (summary, per-chip
+summaries, `Hierarchy`, recommendations, `Dependencies`), computed once off the GUI
+thread when a trace is shown. `AnalysisSession` is the Qt side: it runs that work
+(and later selection summaries, critical paths) on one background worker, hands
+results back on the GUI thread, keeps the "current node" every panel shows, and
+turns "go to this node / link" into timeline calls (`zoom_to`, `select`,
+`set_area`). Panels only ever read model objects from it; they compute nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+from explorer.model.dependencies import Dependencies
+from explorer.model.hierarchy import Hierarchy
+from explorer.model.recommendations import Link, Recommendation, recommend
+from explorer.model.selection import AreaSelection
+from explorer.model.summary import Summary, summarize, summarize_per_chip
+from explorer.model.trace_index import EventRef, TraceIndex
+from simcore.errors import UserError
+
+NODE_LEVELS = ("op", "kernel", "instruction", "dma")
+
+
+@dataclass
+class TraceAnalysis:
+    """Everything the analysis panels show for one trace (plain model objects, no Qt)."""
+
+    index: TraceIndex
+    summary: Summary
+    per_chip: dict[int, Summary]
+    hierarchy: Hierarchy
+    recommendations: list[Recommendation]
+    dependencies: Dependencies
+
+    @property
+    def trace(self):
+        return self.index.trace
+
+    @classmethod
+    def compute(cls, index: TraceIndex) -> TraceAnalysis:
+        """All of it, the same calls `trnx summary --json` makes (run it off the GUI thread)."""
+        trace = index.trace
+        summary = summarize(trace)
+        per_chip = summarize_per_chip(trace)
+        h = Hierarchy(trace)
+        h.children("")  # the tree's top level and its child index
+        _ = h.events  # id -> row, for timeline -> tree
+        recs = recommend(trace, hierarchy=h, summary=summary)
+        deps = Dependencies(trace, events=h.events, tracks=h.tracks)
+        return cls(index, summary, per_chip, h, recs, deps)
+
+    # -- node <-> timeline -----------------------------------------------------------
+    def node_of_ref(self, ref: EventRef) -> str | None:
+        """The operator-tree node of a timeline event (None when it has none)."""
+        table = self.index.tables.get(ref.table)
+        if table is None:
+            return None
+        if ref.table == "instructions":
+            return f"instruction:{int(table.value('id', ref.row))}"
+        if ref.table == "dma":
+            return f"dma:{int(table.value('id', ref.row))}"
+        if ref.table == "kernels":
+            return f"kernel:{int(table.value('kernel_id', ref.row))}"
+        if ref.table == "collectives":
+            op = int(table.value("op_id", ref.row))
+            return f"op:{op}" if op >= 0 else None
+        return None
+
+    def ref_of_node(self, node: str) -> EventRef | None:
+        """The timeline event of a node: an instruction, a DMA transfer or a kernel (ops have none)."""
+        level, _, ident = node.partition(":")
+        if level in ("instruction", "dma"):
+            return self.index.find_id(int(ident))
+        if level == "kernel" and self.index.hierarchy is not None:
+            row = int(self.index.hierarchy.kernel_row(np.array([int(ident)]))[0])
+            return EventRef("kernels", row) if row >= 0 else None
+        return None
+
+    def kernel_of_node(self, node: str) -> int | None:
+        """The kernel a node is or belongs to (None for ops and events outside kernels)."""
+        level, _, ident = node.partition(":")
+        if level == "kernel":
+            return int(ident)
+        if level in ("instruction", "dma"):
+            kid = self.hierarchy.events.event(int(ident)).kernel_id
+            return kid if kid >= 0 else None
+        return None
+
+
+class _Bridge(QObject):
+    """Lives on the GUI thread; worker threads emit on it to hand results back."""
+
+    finished = Signal(object)  # (callback, ok, value)
+
+
+_bridge: _Bridge | None = None
+_executor: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+
+
+def _deliver(item: tuple[Callable[[bool, Any], None], bool, Any]) -> None:
+    callback, ok, value = item
+    try:
+        callback(ok, value)
+    except RuntimeError as exc:  # the receiving widget was closed meanwhile
+        if "deleted" not in str(exc):
+            raise
+
+
+def run_in_background(fn: Callable[[], Any], callback: Callable[[bool, Any], None]) -> Future:
+    """Run `fn` on the analysis worker; `callback(ok, result or message)` runs on the GUI thread.
+
+    One worker for the whole app: analyses of a trace never race each other, and a
+    burst of requests (zooming) queues rather than fighting for the two cores.
+    """
+    global _bridge, _executor
+    with _lock:
+        if _bridge is None:
+            _bridge = _Bridge()
+            _bridge.finished.connect(_deliver)
+            _executor = ThreadPoolExecutor(1, thread_name_prefix="trnx-analysis")
+    bridge = _bridge
+
+    def work() -> None:
+        try:
+            value, ok = fn(), True
+        except UserError as exc:
+            value, ok = str(exc), False
+        except MemoryError:
+            value, ok = "not enough memory for this analysis.", False
+        except Exception as exc:  # a bug: keep the traceback, keep the app up
+            traceback.print_exc(file=sys.stderr)
+            value, ok = f"the analysis failed ({type(exc).__name__}: {exc}).", False
+        bridge.finished.emit((callback, ok, value))
+
+    return _executor.submit(work)
+
+
+class Latest:
+    """Keeps only the newest request of one kind: older pending ones are dropped, stale results ignored."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.pending: Future | None = None
+
+    def submit(self, fn: Callable[[], Any], on_done: Callable[[bool, Any], None]) -> None:
+        self.generation += 1
+        gen = self.generation
+        if self.pending is not None:
+            self.pending.cancel()
+
+        def done(ok: bool, value: Any) -> None:
+            if gen == self.generation:
+                self.pending = None
+                on_done(ok, value)
+
+        self.pending = run_in_background(fn, done)
+
+    def cancel(self) -> None:
+        self.generation += 1
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+
+
+class AnalysisSession(QObject):
+    """The analysis state of a main window: the current trace's `TraceAnalysis` and node.
+
+    Signals: `ready(TraceAnalysis | None)` when a trace's analyses are computed (None:
+    closed), `failed(message)`, `node_selected(node)` when a panel or the timeline
+    selects an operator-tree node ("op:3", "kernel:7", "instruction:12", "dma:5").
+    """
+
+    ready = Signal(object)
+    failed = Signal(str)
+    node_selected = Signal(str)
+    busy_changed = Signal(bool)
+
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.window = window
+        self.analysis: TraceAnalysis | None = None
+        self.node: str | None = None
+        self._load = Latest()
+        self.computing = False
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self, index: TraceIndex | None) -> None:
+        """Analyse a newly shown trace (None: the trace was closed)."""
+        self.analysis = None
+        self.node = None
+        if index is None:
+            self._load.cancel()
+            self._set_busy(False)
+            self.ready.emit(None)
+            return
+        self._set_busy(True)
+        self._load.submit(lambda: TraceAnalysis.compute(index), self._computed)
+
+    def _computed(self, ok: bool, value: Any) -> None:
+        self._set_busy(False)
+        if not ok:
+            self.failed.emit(value)
+            return
+        self.analysis = value
+        self.ready.emit(value)
+
+    def _set_busy(self, busy: bool) -> None:
+        self.computing = busy
+        self.busy_changed.emit(busy)
+
+    # -- selection -----------------------------------------------------------------
+    def select_node(self, node: str) -> None:
+        """Make `node` the current one (panels follow); does not move the timeline."""
+        if self.analysis is None or not node:
+            return
+        self.node = node
+        self.node_selected.emit(node)
+
+    # -- driving the timeline --------------------------------------------------------
+    def go_to_node(self, node: str) -> None:
+        """Zoom the timeline to a node and highlight it (select its event, or area-select an op)."""
+        a = self.analysis
+        if a is None:
+            return
+        h = a.hierarchy
+        t0, t1 = h.time_range(node)
+        tracks = h.track_ids(node)
+        self._zoom(t0, t1, tracks[0] if tracks else None)
+        tl = self.window.timeline
+        ref = a.ref_of_node(node)
+        if ref is not None:
+            tl.set_area(None)
+            tl.select(ref, reveal=False)
+        else:
+            tl.set_area(AreaSelection(tuple(tracks), int(t0), int(t1)) if tracks else None)
+        self.select_node(node)
+
+    def go_to_event(self, event_id: int) -> None:
+        """Highlight an instruction or DMA transfer by its id (dependency rows, chain steps)."""
+        if self.analysis is None:
+            return
+        ref = self.analysis.index.find_id(event_id)
+        if ref is None:
+            raise UserError(f"event {event_id} is not in this trace.")
+        self.window.highlight(ref)
+
+    def follow_link(self, link: Link) -> None:
+        """Go where a recommendation points: its node when the tree has one, else its rows and range."""
+        a = self.analysis
+        if a is None:
+            return
+        level = link.node.partition(":")[0]
+        if level in NODE_LEVELS:
+            self.go_to_node(link.node)
+            if (link.t0, link.t1) != a.hierarchy.time_range(link.node):
+                self._zoom(link.t0, link.t1, link.track_ids[0] if link.track_ids else None)
+            return
+        self._zoom(link.t0, link.t1, link.track_ids[0] if link.track_ids else None)
+        tl = self.window.timeline
+        tl.select(None)
+        tl.set_area(AreaSelection(tuple(link.track_ids), int(link.t0), int(link.t1)) if link.track_ids else None)
+
+    def _zoom(self, t0: float, t1: float, track_id: int | None) -> None:
+        pad = max((t1 - t0) * 0.05, 20.0)
+        self.window.zoom_to(t0 - pad, t1 + pad, track_id)

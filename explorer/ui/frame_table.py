@@ -1,0 +1,172 @@
+"""A read-only, sortable Qt table over a pandas DataFrame, with per-column formatting.
+
+The analysis panels (kernel details, dependencies, compare) show model tables as
+they are; this model only formats them: `Column(key, header, fmt, tip)` picks a
+DataFrame column, the text a person reads and the tooltip explaining it. Sorting
+(header click) sorts by the raw values, not the text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+
+from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def text(v: Any) -> str:
+    return "" if _missing(v) else str(v)
+
+
+def ns(v: Any) -> str:
+    return "" if _missing(v) else format_ns(v)
+
+
+def signed_ns(v: Any) -> str:
+    return "" if _missing(v) else ("+" if v > 0 else "") + format_ns(v)
+
+
+def nbytes(v: Any) -> str:
+    return "" if _missing(v) else format_bytes(v)
+
+
+def count(v: Any) -> str:
+    return "" if _missing(v) else f"{int(v):,}"
+
+
+def flops(v: Any) -> str:
+    return "" if _missing(v) else (f"{format_count(v)}FLOP" if abs(v) >= 1000 else f"{v:.0f} FLOP")
+
+
+def percent(v: Any) -> str:
+    return "" if _missing(v) else f"{v:.3g} %"
+
+
+def signed_percent(v: Any) -> str:
+    return "" if _missing(v) else f"{v:+.3g} pp"
+
+
+def ratio(v: Any) -> str:
+    return "" if _missing(v) else f"{v:.3g}x"
+
+
+def gbps(v: Any) -> str:
+    return "" if _missing(v) else format_rate_gbps(v)
+
+
+def number(v: Any) -> str:
+    return "" if _missing(v) else f"{v:.4g}"
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    fmt: Callable[[Any], str] = text
+    tip: str = ""
+    colour: Callable[[dict[str, Any]], QColor | None] | None = None
+
+
+class FrameTableModel(QAbstractTableModel):
+    """Rows of a DataFrame, formatted per `Column`; `Qt.UserRole` gives the raw value."""
+
+    def __init__(self, columns: Sequence[Column], parent=None) -> None:
+        super().__init__(parent)
+        self.columns = list(columns)
+        self.frame = pd.DataFrame()
+        self.records: list[dict[str, Any]] = []
+
+    def set_frame(self, frame: pd.DataFrame | None) -> None:
+        self.beginResetModel()
+        self.frame = frame.reset_index(drop=True) if frame is not None else pd.DataFrame()
+        self.records = self.frame.to_dict("records")
+        self.endResetModel()
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.records)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802
+        return len(self.columns)
+
+    def data(self, index: QModelIndex, role: int = Qt.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        col = self.columns[index.column()]
+        rec = self.records[index.row()]
+        v = rec.get(col.key)
+        if role == Qt.DisplayRole:
+            return col.fmt(v)
+        if role == Qt.UserRole:
+            return None if _missing(v) else v
+        if role == Qt.ToolTipRole:
+            return col.tip or None
+        if role == Qt.ForegroundRole and col.colour is not None:
+            return col.colour(rec)
+        if role == Qt.TextAlignmentRole:
+            numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+            return int((Qt.AlignRight if numeric else Qt.AlignLeft) | Qt.AlignVCenter)
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:  # noqa: N802
+        if orientation != Qt.Horizontal or not 0 <= section < len(self.columns):
+            return None
+        if role == Qt.DisplayRole:
+            return self.columns[section].header
+        if role == Qt.ToolTipRole:
+            return self.columns[section].tip or None
+        return None
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
+        if not 0 <= column < len(self.columns) or self.frame.empty:
+            return
+        key = self.columns[column].key
+        if key not in self.frame.columns:
+            return
+        self.layoutAboutToBeChanged.emit()
+        self.frame = self.frame.sort_values(key, ascending=order == Qt.AscendingOrder, kind="stable",
+                                            na_position="last").reset_index(drop=True)
+        self.records = self.frame.to_dict("records")
+        self.layoutChanged.emit()
+
+    def record(self, row: int) -> dict[str, Any]:
+        return self.records[row]
+
+    def cell_text(self, row: int, key: str) -> str:
+        """The shown text of a cell by column key (tests, scripting)."""
+        col = next(c for c in self.columns if c.key == key)
+        return col.fmt(self.records[row].get(col.key))
+
+    def find(self, key: str, value: Any) -> int:
+        """The first row whose column `key` equals `value`, -1 if none."""
+        return next((i for i, r in enumerate(self.records) if r.get(key) == value), -1)
+
+
+def make_table(model: FrameTableModel, name: str, parent: QWidget | None = None, *, sortable: bool = True) -> QTableView:
+    """A compact read-only table view over `model`."""
+    view = QTableView(parent)
+    view.setObjectName(name)
+    view.setModel(model)
+    view.setSelectionBehavior(QAbstractItemView.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SingleSelection)
+    view.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    view.setAlternatingRowColors(True)
+    view.setWordWrap(False)
+    view.verticalHeader().setVisible(False)
+    view.verticalHeader().setDefaultSectionSize(20)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+    view.horizontalHeader().setStretchLastSection(True)
+    if sortable:
+        view.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
+        view.setSortingEnabled(True)
+    return view

@@ -1,0 +1,132 @@
+"""QtKernelDetails (objectName `kernel-details`): one kernel up close.
+
+Shows `explorer.model.kernel_details.kernel_details(trace, kernel_id)` as it is:
+the kernel's operator-table row, busy time per engine, the instruction mix, the
+DMA queues, and the roofline of its dtype (`QtRoofline`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
+
+from explorer.model.kernel_details import KernelDetails, kernel_details
+from explorer.model.units import format_bytes, format_ns, format_rate_gbps
+from explorer.ui import frame_table as F
+from explorer.ui.analysis_session import TraceAnalysis
+from explorer.ui.operators_view import BOUND_COLOURS
+from explorer.ui.roofline_plot import QtRoofline
+
+ENGINE_COLUMNS = (
+    F.Column("engine", "engine", tip="Tensor = both Tensor rows (LoadStationary and MultiplyMoving); dma = its DMA queues."),
+    F.Column("instruction_count", "instructions", F.count, "Instructions (or DMA transfers) of this kernel on the engine."),
+    F.Column("busy_ns", "busy", F.ns, "Time the engine was busy with this kernel (union of its intervals)."),
+    F.Column("busy_percent", "busy %", F.percent, "busy / the kernel's duration."),
+)
+MIX_COLUMNS = (
+    F.Column("opcode", "opcode"),
+    F.Column("engine", "engine"),
+    F.Column("count", "count", F.count, "Instructions with this opcode on this engine."),
+    F.Column("time_ns", "time", F.ns, "Summed instruction time."),
+    F.Column("time_percent", "time %", F.percent, "Share of the kernel's summed instruction time."),
+    F.Column("flops", "FLOPs", F.flops, "Summed FLOPs."),
+    F.Column("bytes", "bytes", F.nbytes, "Summed SBUF/PSUM bytes read and written."),
+)
+DMA_COLUMNS = (
+    F.Column("name", "queue"),
+    F.Column("transfers", "transfers", F.count),
+    F.Column("bytes", "bytes", F.nbytes),
+    F.Column("busy_ns", "time", F.ns, "Summed transfer time on the queue."),
+    F.Column("average_bytes_per_partition", "bytes/partition", F.nbytes,
+             "Mean bytes per SBUF partition per transfer: under 2 KiB is inefficient."),
+    F.Column("small_transfers", "small (<2 KiB/partition)", F.count),
+)
+
+
+class QtKernelDetails(QWidget):
+    """Engine breakdown, instruction mix, DMA queues and roofline of the selected kernel."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("kernel-details")
+        self.analysis: TraceAnalysis | None = None
+        self.details: KernelDetails | None = None
+        self.kernel_id: int | None = None
+        self.header = QLabel("Select a kernel (or one of its instructions) in the operator tree or the timeline.")
+        self.header.setObjectName("kernel-details-header")
+        self.header.setWordWrap(True)
+        self.header.setTextFormat(Qt.RichText)
+        self.engines = F.FrameTableModel(ENGINE_COLUMNS, self)
+        self.mix = F.FrameTableModel(MIX_COLUMNS, self)
+        self.queues = F.FrameTableModel(DMA_COLUMNS, self)
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("kernel-details-tabs")
+        self.tabs.addTab(F.make_table(self.engines, "kernel-engines"), "Engines")
+        self.tabs.addTab(F.make_table(self.mix, "kernel-instruction-mix"), "Instruction mix")
+        self.tabs.addTab(F.make_table(self.queues, "kernel-dma-queues"), "DMA queues")
+        self.roofline = QtRoofline()
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        ll.addWidget(self.header)
+        ll.addWidget(self.tabs, 1)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(left)
+        split.addWidget(self.roofline)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addWidget(split)
+
+    def set_analysis(self, analysis: TraceAnalysis | None) -> None:
+        self.analysis = analysis
+        self.show_kernel(None)
+
+    def show_kernel(self, kernel_id: int | None) -> None:
+        if kernel_id == self.kernel_id and self.details is not None:
+            return
+        self.kernel_id = kernel_id
+        a = self.analysis
+        if a is None or kernel_id is None:
+            self.details = None
+            for m in (self.engines, self.mix, self.queues):
+                m.set_frame(None)
+            self.roofline.clear()
+            self.header.setText("Select a kernel (or one of its instructions) in the operator tree or the timeline.")
+            return
+        d = self.details = kernel_details(a.trace, kernel_id, a.hierarchy)
+        self.engines.set_frame(d.engines)
+        self.mix.set_frame(d.instruction_mix)
+        self.queues.set_frame(d.dma_queues)
+        self.roofline.show_roofline(d.roofline, str(d.kernel["name"]))
+        self.header.setText(_header(d, a.trace.span_ns[0]))
+
+
+def _num(v, fmt) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt(v)
+
+
+def _header(d: KernelDetails, origin: int) -> str:
+    k = d.kernel
+    r = d.roofline
+    bound = str(k.get("bound", ""))
+    colour = BOUND_COLOURS.get(bound)
+    bound_html = f"<span style='color:{colour.name()}'><b>{html.escape(bound)}</b></span>" if colour else bound
+    eff = r.efficiency_percent
+    lines = [
+        f"<b>{html.escape(str(k['name']))}</b> kernel {k['kernel_id']} on chip {k['chip']} core {k['core']}, "
+        f"{html.escape(str(k['dtype']))}: {format_ns(k['dur_ns'])} from {format_ns(k['start_ns'] - origin)} \u2014 "
+        f"{bound_html} bound",
+        f"{_num(k['tflops'], lambda v: f'{v:.3g} TFLOPS')} achieved"
+        + (f" of {r.peak_tflops:g} ({r.dtype} roof)" if r.peak_tflops else "")
+        + f", HBM {_num(k['gbps'], format_rate_gbps)} ({format_bytes(k['hbm_bytes'])}), intensity "
+        f"{_num(r.point_intensity, lambda v: f'{v:.3g} FLOP/B')}"
+        + (f" vs ridge {r.ridge_intensity:.3g}" if r.ridge_intensity else "")
+        + (f"; {eff:.0f}% of the attainable roof" if eff is not None else ""),
+    ]
+    lines += [f"<i>{html.escape(n)}</i>" for n in d.notes]
+    return "<br>".join(lines)

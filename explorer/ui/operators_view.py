@@ -1,0 +1,508 @@
+"""QtOperators (objectName `operators`): the model -> layer -> op -> kernel -> instruction tree.
+
+`OperatorTreeModel` is a lazy `QAbstractItemModel` over `explorer.model.hierarchy.
+Hierarchy`: a node's children are asked for (`Hierarchy.children`) only when it is
+expanded, and handed to the view in chunks (`canFetchMore`/`fetchMore`), so a
+kernel with a million instructions costs nothing until it is opened and then only
+what is scrolled to. Sorting and filtering happen in the model, on each node's
+whole child table (pandas), so they are right for rows not yet fetched too.
+Double-click (or Enter) zooms the timeline to a row; the timeline's selection
+selects the matching row (`select_node`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView, QHBoxLayout, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget,
+)
+
+from explorer.model.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarchy
+from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+from simcore.errors import UserError
+
+CHUNK = 500  # children handed to the view per fetchMore
+AUTO_EXPAND_MATCHES = 60  # a filter expands the path to at most this many matching rows
+
+# (key, header): key is a Hierarchy row column, or "where" (chip.core)
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("name", "name"), ("level", "level"), ("dur_ns", "time"), ("share_percent", "share"),
+    ("flops", "FLOPs"), ("hbm_bytes", "bytes"), ("tflops", "TFLOPS"), ("gbps", "GB/s"),
+    ("arithmetic_intensity", "intensity"), ("bound", "bound"), ("dtype", "dtype"), ("where", "chip.core"),
+    ("start_ns", "start"), ("instruction_count", "instructions"),
+)
+COLUMN_KEYS = tuple(k for k, _ in COLUMNS)
+TEXT_COLUMNS = {"name", "level", "bound", "dtype", "where"}
+BOUND_COLOURS = {
+    "compute": QColor("#61afef"), "hbm": QColor("#e5c07b"), "dma_latency": QColor("#e06c75"),
+    "collective": QColor("#c678dd"), "unknown": QColor("#7f848e"),
+}
+LEVEL_COLOURS = {"model": QColor("#e6e6e6"), "layer": QColor("#d7dae0"), "op": QColor("#c8ccd4"),
+                 "kernel": QColor("#98c379"), "instruction": QColor("#abb2bf")}
+FILTER_COLUMNS = ("name", "kind", "bound", "dtype", "level")
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def significant(v: float) -> str:
+    """3 significant digits without scientific notation below a million (2560, 195, 1.1)."""
+    return f"{v:,.0f}" if 1000 <= abs(v) < 1e6 else f"{v:.3g}"
+
+
+def format_cell(key: str, row: dict[str, Any], origin: int) -> str:
+    """The text of one cell: readable units, empty where the value does not apply."""
+    if key == "where":
+        return "" if row["chip"] < 0 else f"{row['chip']}.{row['core']}" if row["core"] >= 0 else f"{row['chip']}"
+    v = row.get(key)
+    if _nan(v):
+        return ""
+    if key == "dur_ns":
+        return format_ns(v)
+    if key == "start_ns":
+        return format_ns(v - origin)
+    if key == "share_percent":
+        return f"{v:.3g} %"
+    if key in ("flops",):
+        return f"{format_count(v)}FLOP" if v >= 1000 else f"{v:.0f} FLOP"
+    if key == "hbm_bytes":
+        return format_bytes(v)
+    if key == "tflops":
+        return significant(v)
+    if key == "gbps":
+        return format_rate_gbps(v)
+    if key == "arithmetic_intensity":
+        return f"{significant(v)} FLOP/B"
+    if key == "instruction_count":
+        return f"{int(v):,}"
+    return str(v)
+
+
+class _Node:
+    __slots__ = ("key", "parent", "row", "values", "has_children", "frame", "positions", "children", "alive")
+
+    def __init__(self, key: str, parent: _Node | None, row: int, values: dict[str, Any], has_children: bool) -> None:
+        self.key = key
+        self.parent = parent
+        self.row = row
+        self.values = values
+        self.has_children = has_children
+        self.frame: pd.DataFrame | None = None  # every child row (filtered, sorted); None until expanded
+        self.positions: dict[str, int] | None = None  # child key -> row in frame
+        self.children: list[_Node] = []
+        self.alive = True
+
+
+class OperatorTreeModel(QAbstractItemModel):
+    """The operator tree as a lazy Qt item model (see the module docstring)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.h: Hierarchy | None = None
+        self.origin = 0
+        self.root = _Node("", None, 0, {}, True)
+        self.sort_key: str | None = None
+        self.ascending = True
+        self.shown: set[str] | None = None  # filter: op/kernel nodes to show (None: all)
+        self.matches: list[str] = []
+        self._kernel_events: dict[int, int] = {}
+
+    # -- data ------------------------------------------------------------------------
+    def set_hierarchy(self, h: Hierarchy | None) -> None:
+        self.beginResetModel()
+        self.h = h
+        self.root = _Node("", None, 0, {}, h is not None)
+        self.shown, self.matches = None, []
+        self._kernel_events = {}
+        if h is not None:
+            self.origin = int(h.trace.span_ns[0])
+            k = h.kernels
+            self._kernel_events = dict(zip(k["kernel_id"].tolist(),
+                                           (k["instruction_count"] + k["dma_count"]).tolist()))
+        self.endResetModel()
+
+    def _has_children(self, row: dict[str, Any]) -> bool:
+        level = row["level"]
+        if level == "kernel":
+            return self._kernel_events.get(int(row["id"]), 0) > 0
+        if level == "instruction":
+            return False
+        return True
+
+    def _child_frame(self, node: _Node) -> pd.DataFrame:
+        frame = self.h.children(node.key)
+        if self.shown is not None and node.values.get("level") != "kernel":
+            frame = frame[frame["node"].isin(self.shown)]
+        return self._sorted(frame)
+
+    def _sorted(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if self.sort_key is None or frame.empty:
+            return frame.reset_index(drop=True)
+        by = ["chip", "core"] if self.sort_key == "where" else [self.sort_key]
+        return frame.sort_values(by, ascending=self.ascending, kind="stable", na_position="last").reset_index(drop=True)
+
+    def _ensure_frame(self, node: _Node) -> None:
+        if node.frame is None:
+            node.frame = self._child_frame(node) if node.has_children else pd.DataFrame(columns=list(ROW_COLUMNS))
+            node.positions = None
+
+    def _make_nodes(self, node: _Node, lo: int, hi: int, reuse: dict[str, _Node] | None = None) -> list[_Node]:
+        records = node.frame.iloc[lo:hi].to_dict("records")
+        out = []
+        for i, rec in enumerate(records, start=lo):
+            old = reuse.get(rec["node"]) if reuse else None
+            if old is not None:
+                old.row = i
+                out.append(old)
+            else:
+                out.append(_Node(rec["node"], node, i, rec, self._has_children(rec)))
+        return out
+
+    def _index_of(self, node: _Node, column: int = 0) -> QModelIndex:
+        return QModelIndex() if node is self.root else self.createIndex(node.row, column, node)
+
+    def _materialize(self, node: _Node, count: int) -> None:
+        """Hand the view up to `count` more children of `node`."""
+        self._ensure_frame(node)
+        lo = len(node.children)
+        hi = min(lo + count, len(node.frame))
+        if hi <= lo:
+            return
+        self.beginInsertRows(self._index_of(node), lo, hi - 1)
+        node.children.extend(self._make_nodes(node, lo, hi))
+        self.endInsertRows()
+
+    def node(self, index: QModelIndex) -> _Node:
+        return index.internalPointer() if index.isValid() else self.root
+
+    # -- QAbstractItemModel ------------------------------------------------------------
+    def index(self, row: int, column: int, parent: QModelIndex = QModelIndex()) -> QModelIndex:
+        p = self.node(parent)
+        if 0 <= row < len(p.children) and 0 <= column < len(COLUMNS):
+            return self.createIndex(row, column, p.children[row])
+        return QModelIndex()
+
+    def parent(self, index: QModelIndex = QModelIndex()) -> QModelIndex:  # type: ignore[override]
+        if not index.isValid():
+            return QModelIndex()
+        p = index.internalPointer().parent
+        return QModelIndex() if p is None or p is self.root else self.createIndex(p.row, 0, p)
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802
+        if parent.isValid() and parent.column() != 0:
+            return 0
+        return len(self.node(parent).children)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802
+        return len(COLUMNS)
+
+    def hasChildren(self, parent: QModelIndex = QModelIndex()) -> bool:  # noqa: N802
+        if self.h is None:
+            return False
+        n = self.node(parent)
+        if n.frame is not None:
+            return len(n.frame) > 0
+        return n.has_children
+
+    def canFetchMore(self, parent: QModelIndex) -> bool:  # noqa: N802
+        if self.h is None:
+            return False
+        n = self.node(parent)
+        if n.frame is None:
+            return n.has_children
+        return len(n.children) < len(n.frame)
+
+    def fetchMore(self, parent: QModelIndex) -> None:  # noqa: N802
+        if self.h is not None:
+            self._materialize(self.node(parent), CHUNK)
+
+    def data(self, index: QModelIndex, role: int = Qt.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        n: _Node = index.internalPointer()
+        key = COLUMN_KEYS[index.column()]
+        row = n.values
+        if role == Qt.DisplayRole:
+            return format_cell(key, row, self.origin)
+        if role == Qt.UserRole:
+            return n.key
+        if role == Qt.TextAlignmentRole:
+            return int(Qt.AlignLeft | Qt.AlignVCenter) if key in TEXT_COLUMNS else int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == Qt.ForegroundRole:
+            if key == "bound":
+                return BOUND_COLOURS.get(row.get("bound"))
+            if key == "name":
+                return LEVEL_COLOURS.get(row.get("level"))
+            return None
+        if role == Qt.ToolTipRole:
+            if key == "name":
+                where = format_cell("where", row, self.origin)
+                return (f"{row['name']} ({row['level']}, {row['kind']}) {n.key}" + (f" on chip.core {where}" if where else "")
+                        + f"\n{format_ns(row['start_ns'] - self.origin)} \u2013 {format_ns(row['end_ns'] - self.origin)}"
+                        "\ndouble-click: zoom the timeline to it")
+            return COLUMN_DOCS.get(key if key != "where" else "core")
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:  # noqa: N802
+        if orientation != Qt.Horizontal or not 0 <= section < len(COLUMNS):
+            return None
+        key, label = COLUMNS[section]
+        if role == Qt.DisplayRole:
+            return label
+        if role == Qt.ToolTipRole:
+            return f"{key}: {COLUMN_DOCS.get(key if key != 'where' else 'core', '')}"
+        if role == Qt.TextAlignmentRole:
+            return int(Qt.AlignLeft | Qt.AlignVCenter) if key in TEXT_COLUMNS else int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    def flags(self, index: QModelIndex) -> Qt.ItemFlags:
+        return Qt.ItemIsEnabled | Qt.ItemIsSelectable if index.isValid() else Qt.NoItemFlags
+
+    # -- sorting -----------------------------------------------------------------------
+    def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
+        """Sort every node's children (loaded or not) by a column; column -1: time order."""
+        key = COLUMN_KEYS[column] if 0 <= column < len(COLUMNS) else None
+        ascending = order == Qt.AscendingOrder
+        if (key, ascending) == (self.sort_key, self.ascending) or self.h is None:
+            self.sort_key, self.ascending = key, ascending
+            return
+        self.sort_key, self.ascending = key, ascending
+        self._relayout(lambda node: self._sorted(node.frame))
+
+    def _relayout(self, new_frame) -> None:
+        """Replace loaded nodes' child tables, keeping nodes (and expansion) by key."""
+        self.layoutAboutToBeChanged.emit()
+        old = self.persistentIndexList()
+        old_nodes = [(i.internalPointer() if i.isValid() else None, i.column()) for i in old]
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            if node.frame is None:
+                continue
+            count = len(node.children)
+            if count == len(node.frame):  # fully loaded before: stay so (up to a chunk) if rows appear
+                count = max(count, CHUNK)
+            reuse = {c.key: c for c in node.children}
+            node.frame = new_frame(node)
+            node.positions = None
+            node.children = self._make_nodes(node, 0, min(count, len(node.frame)), reuse)
+            kept = {id(c) for c in node.children}
+            for c in reuse.values():
+                if id(c) not in kept:
+                    self._kill(c)
+            stack.extend(node.children)
+        new = [self.createIndex(n.row, c, n) if n is not None and n.alive else QModelIndex() for n, c in old_nodes]
+        self.changePersistentIndexList(old, new)
+        self.layoutChanged.emit()
+
+    def _kill(self, node: _Node) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            n.alive = False
+            stack.extend(n.children)
+
+    # -- filtering ---------------------------------------------------------------------
+    def set_filter(self, text: str) -> int:
+        """Show rows whose name, kind, bound, dtype or level contains `text`, with their
+        ancestors and everything under them; returns the number of matching rows."""
+        if self.h is None:
+            return 0
+        text = text.strip().lower()
+        if not text:
+            self.shown, self.matches = None, []
+            self._relayout(lambda node: self._child_frame(node))
+            return 0
+        rows = self.h.rows()
+        match = np.zeros(len(rows), bool)
+        for col in FILTER_COLUMNS:
+            match |= rows[col].astype(str).str.lower().str.contains(text, regex=False).to_numpy()
+        parent = pd.Index(rows["node"]).get_indexer(rows["parent"])
+        has_parent = parent >= 0
+        up = match.copy()
+        while True:  # ancestors of matches (depth iterations, not a loop over rows)
+            nxt = up.copy()
+            nxt[parent[up & has_parent]] = True
+            if (nxt == up).all():
+                break
+            up = nxt
+        down = match.copy()
+        while True:  # everything under a match
+            nxt = down | (has_parent & down[np.maximum(parent, 0)])
+            if (nxt == down).all():
+                break
+            down = nxt
+        nodes = rows["node"].to_numpy()
+        self.shown = set(nodes[up | down].tolist())
+        self.matches = nodes[match].tolist()
+        self._relayout(lambda node: self._child_frame(node))
+        return int(match.sum())
+
+    # -- finding a node ----------------------------------------------------------------
+    def index_for(self, key: str) -> QModelIndex:
+        """The index of a node, fetching its ancestors' children as needed (invalid if hidden)."""
+        if self.h is None:
+            return QModelIndex()
+        try:
+            path = self.h.ancestors(key)
+        except UserError:
+            return QModelIndex()
+        cur = self.root
+        for k in path:
+            self._ensure_frame(cur)
+            if cur.positions is None:
+                cur.positions = dict(zip(cur.frame["node"].tolist(), range(len(cur.frame))))
+            pos = cur.positions.get(k)
+            if pos is None:
+                return QModelIndex()
+            if pos >= len(cur.children):
+                self._materialize(cur, pos + 1 - len(cur.children) + CHUNK // 2)
+            cur = cur.children[pos]
+        return self.createIndex(cur.row, 0, cur)
+
+    def rows_for(self, keys: list[str]) -> pd.DataFrame:
+        """The Hierarchy rows (ROW_COLUMNS) of some nodes, in the given order (for CSV export)."""
+        recs = []
+        for k in keys:
+            idx = self.index_for(k)
+            if idx.isValid():
+                recs.append(idx.internalPointer().values)
+        return pd.DataFrame.from_records(recs)
+
+
+class QtOperators(QWidget):
+    """The operator tree with a filter box. Emits `node_selected` and `node_activated` (double-click)."""
+
+    node_selected = Signal(str)
+    node_activated = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("operators")
+        self.model = OperatorTreeModel(self)
+        self.filter = QLineEdit()
+        self.filter.setObjectName("operators-filter")
+        self.filter.setPlaceholderText("filter by name, kind, bound (hbm, compute, \u2026) or dtype")
+        self.filter.setToolTip("Shows matching model/layer/op/kernel rows, their parents and everything under them.")
+        self.filter.setClearButtonEnabled(True)
+        self.status = QLabel("")
+        self.status.setObjectName("operators-status")
+        self.view = QTreeView()
+        self.view.setObjectName("operators-tree")
+        self.view.setModel(self.model)
+        self.view.setUniformRowHeights(True)
+        self.view.setAlternatingRowColors(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.view.setExpandsOnDoubleClick(False)  # double-click zooms the timeline
+        self.view.setAllColumnsShowFocus(True)
+        self.view.header().setSortIndicator(-1, Qt.AscendingOrder)
+        self.view.setSortingEnabled(True)
+        self.view.header().setSortIndicatorClearable(True)
+        self.view.header().setStretchLastSection(False)
+        self.view.setColumnWidth(0, 260)
+        for i, (key, _) in enumerate(COLUMNS[1:], start=1):
+            self.view.setColumnWidth(i, 64 if key in ("level", "dtype", "where", "share_percent") else
+                                     104 if key in ("arithmetic_intensity", "start_ns") else 86)
+        self.view.activated.connect(self._activated)
+        self.view.selectionModel().currentRowChanged.connect(self._current_changed)
+        self._filter_timer = QTimer(self, singleShot=True, interval=200)
+        self._filter_timer.timeout.connect(self._apply_filter)
+        self.filter.textChanged.connect(lambda _t: self._filter_timer.start())
+        self.filter.returnPressed.connect(self._apply_filter)
+        top = QHBoxLayout()
+        top.addWidget(self.filter, 1)
+        top.addWidget(self.status)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addLayout(top)
+        lay.addWidget(self.view, 1)
+        self._selecting = False
+
+    def set_hierarchy(self, h: Hierarchy | None) -> None:
+        self.filter.blockSignals(True)
+        self.filter.clear()
+        self.filter.blockSignals(False)
+        self.model.set_hierarchy(h)
+        self.status.setText("" if h is None else f"{len(h.rows()):,} ops and kernels")
+        if h is not None:
+            self.expand(QModelIndex())  # the top level, and the model's layers under it
+            root = self.model.index(0, 0)
+            if root.isValid():
+                self.expand(root)
+
+    def expand(self, idx: QModelIndex) -> None:
+        """Expand a row with its first chunk of children already there (not on the next layout)."""
+        if self.model.canFetchMore(idx) and self.model.rowCount(idx) == 0:
+            self.model.fetchMore(idx)
+        if idx.isValid():
+            self.view.expand(idx)
+
+    def current_node(self) -> str | None:
+        idx = self.view.currentIndex()
+        return self.model.data(idx, Qt.UserRole) if idx.isValid() else None
+
+    def selected_nodes(self) -> list[str]:
+        rows = self.view.selectionModel().selectedRows(0)
+        return [self.model.data(i, Qt.UserRole) for i in rows]
+
+    def select_node(self, key: str) -> bool:
+        """Expand to a node and select it (the timeline's selection); False if it is filtered out."""
+        if key == self.current_node():
+            return True
+        idx = self.model.index_for(key)
+        if not idx.isValid() and self.model.shown is not None:
+            self.filter.clear()
+            self._apply_filter()
+            idx = self.model.index_for(key)
+        if not idx.isValid():
+            return False
+        p = idx.parent()
+        chain = []
+        while p.isValid():
+            chain.append(p)
+            p = p.parent()
+        for p in reversed(chain):
+            self.expand(p)
+        self._selecting = True
+        try:
+            self.view.setCurrentIndex(idx)
+        finally:
+            self._selecting = False
+        self.view.scrollTo(idx, QAbstractItemView.PositionAtCenter)
+        return True
+
+    def _apply_filter(self) -> None:
+        self._filter_timer.stop()
+        text = self.filter.text()
+        n = self.model.set_filter(text)
+        if not text.strip():
+            self.status.setText("" if self.model.h is None else f"{len(self.model.h.rows()):,} ops and kernels")
+            return
+        self.status.setText(f"{n:,} match")
+        for key in self.model.matches[:AUTO_EXPAND_MATCHES]:
+            idx = self.model.index_for(key)
+            p = idx.parent()
+            chain = []
+            while p.isValid():
+                chain.append(QPersistentModelIndex(p))
+                p = p.parent()
+            for q in reversed(chain):
+                self.expand(QModelIndex(q))
+
+    def _activated(self, idx: QModelIndex) -> None:
+        key = self.model.data(idx, Qt.UserRole)
+        if key:
+            self.node_activated.emit(key)
+
+    def _current_changed(self, cur: QModelIndex, _prev: QModelIndex) -> None:
+        key = self.model.data(cur, Qt.UserRole) if cur.isValid() else None
+        if key and not self._selecting:
+            self.node_selected.emit(key)

@@ -1,0 +1,97 @@
+"""QtRoofline: a kernel on the log-log roofline of its dtype (pyqtgraph).
+
+Everything drawn comes from `explorer.model.kernel_details.Roofline`: the compute
+roof of the kernel's dtype (per core), the HBM roof (per chip), their ridge, the
+other dtypes' compute roofs (dashed: what a cheaper dtype would allow) and the
+kernel's point (arithmetic intensity, achieved TFLOPS). The roof lines are
+`Roofline.attainable_tflops` sampled along the intensity axis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from explorer.model.kernel_details import Roofline
+
+ROOF_COLOUR = "#61afef"
+OTHER_COLOURS = ("#98c379", "#e5c07b", "#c678dd", "#56b6c2", "#d19a66")
+POINT_COLOUR = "#e06c75"
+
+
+class QtRoofline(QWidget):
+    """Log-log plot: FLOP per HBM byte on x, TFLOPS on y."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("roofline")
+        self.roofline: Roofline | None = None
+        self.plot = pg.PlotWidget(background="#1b1d23")
+        self.plot.setObjectName("roofline-plot")
+        self.plot.setLogMode(x=True, y=True)
+        self.plot.showGrid(x=True, y=True, alpha=0.25)
+        self.plot.setLabel("bottom", "arithmetic intensity", units="FLOP/B")
+        self.plot.setLabel("left", "achieved", units="TFLOPS")
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
+        self.plot.hideButtons()
+        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt")
+        self.items: dict[str, pg.GraphicsObject] = {}
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.plot)
+
+    def clear(self) -> None:
+        self.plot.clear()
+        self.legend.clear()
+        self.items = {}
+        self.roofline = None
+
+    def show_roofline(self, roof: Roofline | None, label: str = "kernel") -> None:
+        self.clear()
+        self.roofline = roof
+        if roof is None:
+            return
+        ridge = roof.ridge_intensity
+        ai = roof.point_intensity
+        lo = min([x for x in (ai, ridge) if x] or [1.0]) / 30
+        hi = max([x for x in (ai, ridge) if x] or [1.0]) * 30
+        xs = np.logspace(np.log10(lo), np.log10(hi), 200)
+        y = roof.attainable_tflops(xs)
+        if y is not None:
+            self.items["roof"] = self.plot.plot(xs, y, pen=pg.mkPen(ROOF_COLOUR, width=2.5),
+                                                name=f"{roof.dtype} roof: {roof.peak_tflops:g} TFLOPS, "
+                                                     f"{roof.bandwidth_gbps:g} GB/s")
+            for i, (dtype, peak) in enumerate(sorted(roof.other_peaks.items(), key=lambda kv: -kv[1])):
+                if peak == roof.peak_tflops:
+                    continue
+                other = roof.attainable_tflops(xs, peak=peak)
+                self.items[f"roof:{dtype}"] = self.plot.plot(
+                    xs, other, pen=pg.mkPen(OTHER_COLOURS[i % len(OTHER_COLOURS)], width=1, style=pg.QtCore.Qt.DashLine),
+                    name=f"{dtype}: {peak:g} TFLOPS")
+            if ridge:
+                self.items["ridge"] = self.plot.plot([ridge], [roof.peak_tflops], pen=None, symbol="d", symbolSize=8,
+                                                     symbolBrush=ROOF_COLOUR, name=f"ridge {ridge:.3g} FLOP/B")
+        if ai is not None and roof.point_tflops > 0:
+            eff = roof.efficiency_percent
+            tag = f"{label}: {roof.point_tflops:.3g} TFLOPS at {ai:.3g} FLOP/B" + (
+                f" ({eff:.0f}% of its roof)" if eff is not None else "")
+            self.items["point"] = self.plot.plot([ai], [roof.point_tflops], pen=None, symbol="o", symbolSize=11,
+                                                 symbolBrush=POINT_COLOUR, symbolPen=pg.mkPen("#ffffff"), name=tag)
+            text = pg.TextItem(label, color=POINT_COLOUR, anchor=(0, 1.2))
+            text.setPos(np.log10(ai), np.log10(roof.point_tflops))
+            self.plot.addItem(text)
+            self.items["label"] = text
+        ys = [v for v in (roof.peak_tflops, *roof.other_peaks.values(), roof.point_tflops) if v]
+        if ys:
+            self.plot.setXRange(np.log10(lo), np.log10(hi), padding=0)
+            self.plot.setYRange(np.log10(min(ys) / 100), np.log10(max(ys) * 2), padding=0)
+
+    def point(self) -> tuple[float, float] | None:
+        """The kernel's plotted (intensity, TFLOPS), None when it has no point."""
+        item = self.items.get("point")
+        if item is None:
+            return None
+        x, y = item.getData()
+        return float(x[0]), float(y[0])

@@ -1,0 +1,235 @@
+"""QtSummary (objectName `summary`): the summary metrics, as `trnx summary --json` has them.
+
+Three columns over the same `METRICS` rows: the whole trace (`summarize(trace)`),
+one chip (`summarize_per_chip`, chosen in a combo box) and the current selection
+(`summarize(trace, time_range=..., track_ids=...)` for an area selection, else for
+the visible range). Values are `format_metric`'s text, the CLI's; each metric's
+tooltip is its definition from `METRICS`, an unavailable value's says why.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QTimer, Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QComboBox, QHBoxLayout, QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+)
+
+from explorer.model.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric
+from explorer.model.selection import AreaSelection
+from explorer.model.summary import Summary, summarize
+from explorer.model.units import format_ns
+from explorer.ui.analysis_session import Latest, TraceAnalysis
+
+COLUMNS = ("trace", "chip", "selection")
+HEADLINE = (("total_time_ns", "time"), ("mfu_estimated_percent", "MFU"), ("mbu_estimated_percent", "MBU"),
+            ("achieved_tflops", "achieved"), ("hbm_bandwidth_gbps", "HBM"),
+            ("tensor_engine_active_time_percent", "tensor engine active"))
+SELECTION_DEBOUNCE_MS = 300
+
+
+class QtSummary(QWidget):
+    """The summary metrics of the whole trace, one chip and the selection, side by side."""
+
+    selection_computed = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("summary")
+        self.analysis: TraceAnalysis | None = None
+        self.summaries: dict[str, Summary | None] = dict.fromkeys(COLUMNS)
+        self.visible_range: tuple[float, float] | None = None
+        self.area: AreaSelection | None = None
+        self.selection_scope: tuple[tuple[int, int], tuple[int, ...] | None] | None = None
+        self._latest = Latest()
+        self._items: dict[str, QTreeWidgetItem] = {}
+
+        self.headline = QLabel("Open a trace to see its summary.")
+        self.headline.setObjectName("summary-headline")
+        self.headline.setWordWrap(True)
+        self.headline.setTextFormat(Qt.RichText)
+        self.chip_combo = QComboBox()
+        self.chip_combo.setObjectName("summary-chip")
+        self.chip_combo.setToolTip("The chip the middle column summarises (summarize_per_chip, `trnx summary --per-chip`).")
+        self.chip_combo.currentIndexChanged.connect(self._chip_changed)
+        self.scope_label = QLabel("")
+        self.scope_label.setObjectName("summary-scope")
+        self.scope_label.setWordWrap(True)
+        self.tree = QTreeWidget()
+        self.tree.setObjectName("summary-table")
+        self.tree.setColumnCount(4)
+        self.tree.setHeaderLabels(["metric", "whole trace", "chip", "selection"])
+        head = self.tree.headerItem()
+        head.setToolTip(1, "summarize(trace): the same numbers as `trnx summary TRACE --json`.")
+        head.setToolTip(2, "summarize_per_chip: the chip chosen above (`trnx summary --per-chip`).")
+        head.setToolTip(3, "The area selection (Shift+drag on the timeline) if there is one, else the visible range "
+                           "(`trnx summary --range T0:T1`).")
+        for c in (1, 2, 3):
+            head.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
+        self.tree.setRootIsDecorated(True)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        # the values keep their width; the metric names take what is left (elided in the middle,
+        # the full name and definition are in the tooltip) so the panel reads at a dock's width
+        self.tree.setTextElideMode(Qt.ElideMiddle)
+        self.tree.header().setStretchLastSection(False)
+        self.tree.header().setSectionResizeMode(0, QHeaderView.Stretch)
+        self.tree.header().setMinimumSectionSize(60)
+        for c in (1, 2, 3):
+            self.tree.header().setSectionResizeMode(c, QHeaderView.ResizeToContents)
+        self._build_rows()
+
+        top = QHBoxLayout()
+        self.chip_label = QLabel("chip")
+        top.addWidget(self.chip_label)
+        top.addWidget(self.chip_combo)
+        top.addStretch(1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addWidget(self.headline)
+        lay.addLayout(top)
+        lay.addWidget(self.scope_label)
+        lay.addWidget(self.tree, 1)
+        self._timer = QTimer(self, singleShot=True, interval=SELECTION_DEBOUNCE_MS)
+        self._timer.timeout.connect(self._compute_selection)
+
+    def _build_rows(self) -> None:
+        bold = QFont(self.tree.font())
+        bold.setBold(True)
+        for group in GROUPS:
+            g = QTreeWidgetItem(self.tree, [group])
+            g.setFont(0, bold)
+            g.setFirstColumnSpanned(True)
+            for spec in (s for s in METRICS if s.group == group):
+                item = QTreeWidgetItem(g, [spec.name, "", "", ""])
+                tip = f"{spec.name} ({spec.unit})\n{spec.doc}"
+                item.setToolTip(0, tip)
+                for c in (1, 2, 3):
+                    item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
+                    item.setToolTip(c, tip)
+                self._items[spec.name] = item
+            g.setExpanded(True)
+
+    # -- inputs --------------------------------------------------------------------
+    def set_analysis(self, analysis: TraceAnalysis | None) -> None:
+        self.analysis = analysis
+        self._latest.cancel()
+        self.area = None
+        self.summaries = dict.fromkeys(COLUMNS)
+        self.chip_combo.blockSignals(True)
+        self.chip_combo.clear()
+        if analysis is not None:
+            for chip in analysis.per_chip:
+                self.chip_combo.addItem(f"chip {chip}", chip)
+            self.summaries["trace"] = analysis.summary
+            if analysis.per_chip:
+                chip, self.summaries["chip"] = next(iter(analysis.per_chip.items()))
+                self.tree.headerItem().setText(2, f"chip {chip}")
+        self.chip_combo.blockSignals(False)
+        # one chip: its column would repeat the whole trace's, leave the room to the metric names
+        single = analysis is None or len(analysis.per_chip) <= 1
+        self.tree.setColumnHidden(2, single)
+        self.chip_combo.setVisible(not single)
+        self.chip_label.setVisible(not single)
+        self._fill("trace")
+        self._fill("chip")
+        self._headline()
+        self._schedule()
+
+    def set_busy(self, busy: bool) -> None:
+        if busy:
+            self.headline.setText("Computing the summary\u2026")
+
+    def set_range(self, t0: float, t1: float) -> None:
+        """The timeline's visible range changed (the selection column follows it when there is no area)."""
+        self.visible_range = (t0, t1)
+        if self.area is None:
+            self._schedule()
+
+    def show_area(self, area: AreaSelection | None) -> None:
+        self.area = area if area is not None and area.duration > 0 and area.track_ids else None
+        self._schedule()
+
+    def _chip_changed(self, _i: int) -> None:
+        chip = self.chip_combo.currentData()
+        if self.analysis is not None and chip is not None:
+            self.summaries["chip"] = self.analysis.per_chip[chip]
+            self.tree.headerItem().setText(2, f"chip {chip}")
+            self._fill("chip")
+
+    # -- the selection column ----------------------------------------------------------
+    def _scope(self) -> tuple[tuple[int, int], tuple[int, ...] | None] | None:
+        a = self.analysis
+        if a is None:
+            return None
+        lo, hi = a.trace.span_ns
+        if self.area is not None:
+            return (int(self.area.t0), int(self.area.t1)), tuple(self.area.track_ids)
+        if self.visible_range is None:
+            return (lo, hi), None
+        t0, t1 = self.visible_range
+        return (max(int(t0), lo), min(int(t1) + 1, hi)), None
+
+    def _schedule(self) -> None:
+        if self.analysis is not None:
+            self._timer.start()
+
+    def _compute_selection(self) -> None:
+        scope = self._scope()
+        if scope is None:
+            return
+        (t0, t1), tracks = scope
+        a = self.analysis
+        lo, hi = a.trace.span_ns
+        self.selection_scope = scope
+        if tracks is None and t0 <= lo and t1 >= hi:  # the whole trace is in view: it is the whole summary
+            self._selection_done(True, a.summary)
+            return
+        if t1 <= t0:
+            return
+        self.scope_label.setText(f"selection: computing {self._scope_text(scope)}\u2026")
+        trace = a.trace
+        self._latest.submit(lambda: summarize(trace, time_range=(t0, t1), track_ids=tracks), self._selection_done)
+
+    def _selection_done(self, ok: bool, value) -> None:
+        if not ok:
+            self.scope_label.setText(f"selection: {value}")
+            return
+        self.summaries["selection"] = value
+        self.scope_label.setText(f"selection: {self._scope_text(self.selection_scope)}")
+        self._fill("selection")
+        self.selection_computed.emit()
+
+    def _scope_text(self, scope) -> str:
+        (t0, t1), tracks = scope
+        o = self.analysis.trace.span_ns[0]
+        where = "visible range" if tracks is None else f"area of {len(tracks)} rows"
+        return f"{where} {format_ns(t0 - o)} \u2013 {format_ns(t1 - o)} ({format_ns(t1 - t0)})"
+
+    # -- output ------------------------------------------------------------------------
+    def _fill(self, column: str) -> None:
+        c = COLUMNS.index(column) + 1
+        s = self.summaries[column]
+        for name, item in self._items.items():
+            spec = METRIC_BY_NAME[name]
+            if s is None:
+                item.setText(c, "")
+                continue
+            item.setText(c, format_metric(s.metrics.get(name), spec.unit))
+            why = s.unavailable.get(name)
+            item.setToolTip(c, f"{name} ({spec.unit})\n{spec.doc}" + (f"\nn/a: {why}" if why else ""))
+
+    def _headline(self) -> None:
+        s = self.summaries["trace"]
+        if s is None:
+            self.headline.setText("Open a trace to see its summary.")
+            return
+        parts = [f"{label} <b>{format_metric(s.metrics.get(n), METRIC_BY_NAME[n].unit)}</b>" for n, label in HEADLINE]
+        scope = s.scope
+        self.headline.setText(
+            " \u00b7 ".join(parts) + f"<br>{scope.get('cores', '?')} cores on {scope.get('chips_with_work', '?')} "
+            "chips did work; hover a metric for its definition.")
+
+    def value_text(self, metric: str, column: str = "trace") -> str:
+        """The text shown for a metric in a column ("trace", "chip" or "selection")."""
+        return self._items[metric].text(COLUMNS.index(column) + 1)

@@ -1,0 +1,94 @@
+"""The summary panel (objectName `summary`) shows what `trnx summary --json` prints, for the
+whole trace, per chip and for the selection (visible range or area), compared programmatically."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QWidget
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
+import analysis_traces as at  # noqa: E402
+from analysis_helpers import SAMPLES, open_ready  # noqa: E402
+
+from explorer.model.metrics import METRICS, format_metric  # noqa: E402
+from explorer.model.summary import summarize  # noqa: E402
+
+
+def trnx_json(*args) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "explorer.cli.main", *map(str, args), "--json"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def shown(panel, column: str) -> dict[str, str]:
+    return {m.name: panel.value_text(m.name, column) for m in METRICS}
+
+
+def expected(metrics: dict) -> dict[str, str]:
+    return {m.name: format_metric(metrics[m.name], m.unit) for m in METRICS}
+
+
+def test_whole_trace_and_each_chip_match_trnx_summary_json(qtbot, tmp_path):
+    path = at.write(tmp_path / "basic.trnx")  # 2 chips, throttling, collectives, kernel-only core
+    report = trnx_json("summary", path, "--per-chip", "--no-recommendations")
+    w, p = open_ready(qtbot, path)
+    panel = w.findChild(QWidget, "summary")
+    assert panel is p.summary
+    assert shown(panel, "trace") == expected(report["metrics"])
+    assert shown(panel, "chip") == expected(report["per_chip"]["0"])
+    assert not panel.tree.isColumnHidden(2) and panel.chip_combo.isVisible()
+    panel.chip_combo.setFocus()
+    QTest.keyClick(panel.chip_combo, Qt.Key_Down)  # chip 1
+    assert panel.tree.headerItem().text(2) == "chip 1"
+    assert shown(panel, "chip") == expected(report["per_chip"]["1"])
+    # tooltips: the definition from METRICS, and why a value is n/a
+    item = panel._items["mfu_estimated_percent"]
+    assert "hardware_flops_bf16 - transpose_flops_bf16" in item.toolTip(1)
+    assert "MFU" in panel.headline.text() and "<b>" in panel.headline.text()
+
+
+def test_the_selection_column_follows_the_visible_range_and_the_area(qtbot):
+    path = SAMPLES / "gemm-4096-bf16.trnx"
+    w, p = open_ready(qtbot, path)
+    panel = p.summary
+    assert panel.tree.isColumnHidden(2)  # one chip: the chip column would repeat the whole trace
+    report = trnx_json("summary", path, "--no-recommendations")
+    assert shown(panel, "trace") == expected(report["metrics"])
+    # zoom in with the keyboard: the selection column becomes `trnx summary --range` of the view
+    tl = w.timeline
+    tl.canvas.setFocus()
+    before = panel.selection_scope
+    for _ in range(4):
+        QTest.keyClick(tl, Qt.Key_W)
+    qtbot.waitUntil(lambda: panel.selection_scope != before and panel.summaries["selection"] is not None
+                    and panel.summaries["selection"].scope["t1_ns"] == panel.selection_scope[0][1], timeout=20_000)
+    (t0, t1), tracks = panel.selection_scope
+    assert tracks is None and t1 - t0 < 0.5 * (tl.index.span[1] - tl.index.span[0])
+    ranged = trnx_json("summary", path, "--range", f"{t0}:{t1}", "--no-recommendations")
+    assert shown(panel, "selection") == expected(ranged["metrics"])
+    assert "visible range" in panel.scope_label.text()
+    # Shift+drag an area over two engine rows: the selection column is that area's summary
+    canvas = tl.canvas
+    geoms = [g for g in canvas.visible_geoms()[1] if g.track_id is not None
+             and tl.index.tracks[g.track_id].kind in ("tensor_matrix", "vector")]
+    ga, gb = geoms[0], geoms[-1]
+    xa, xb = canvas.x_of(t0 + (t1 - t0) * 0.2), canvas.x_of(t0 + (t1 - t0) * 0.7)
+    QTest.mousePress(canvas, Qt.LeftButton, Qt.ShiftModifier, QPoint(int(xa), ga.y + 3))
+    QTest.mouseMove(canvas, QPoint(int(xa) + 20, gb.y + 3))
+    QTest.mouseMove(canvas, QPoint(int(xb), gb.y + 3))
+    QTest.mouseRelease(canvas, Qt.LeftButton, Qt.ShiftModifier, QPoint(int(xb), gb.y + 3))
+    area = tl.area
+    assert area is not None and len(area.track_ids) >= 2
+    qtbot.waitUntil(lambda: panel.selection_scope[1] is not None and panel.summaries["selection"] is not None
+                    and panel.summaries["selection"].scope.get("track_ids") is not None, timeout=20_000)
+    want = summarize(tl.index.trace, time_range=(int(area.t0), int(area.t1)), track_ids=area.track_ids)
+    assert shown(panel, "selection") == expected(json.loads(json.dumps(want.metrics)))
+    assert f"area of {len(area.track_ids)} rows" in panel.scope_label.text()
