@@ -1,7 +1,13 @@
-"""`trnx view [TRACE] [--smoke-test]`: open the desktop explorer."""
+"""`trnx view [TRACE] [--smoke-test]`: open the desktop explorer.
+
+On Linux, Qt aborts the whole process (exit 134, a core dump) when it finds no display
+to connect to. `check_display` spots that case before Qt is imported and turns it into
+one sentence and exit 2, suggesting the offscreen platform for a headless smoke test.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,19 +15,52 @@ import click
 
 from simcore.errors import UserError
 
+HEADLESS_HINT = "set QT_QPA_PLATFORM=offscreen to run --smoke-test without a display"
 
-@click.command(help="Open the Trn3 Explorer window, loading TRACE (a .trnx directory) if given.")
-@click.argument("trace", required=False, type=click.Path())
-@click.option("--smoke-test", is_flag=True, help="Build the window, render one frame and exit (packaging check).")
-def view(trace: str | None, smoke_test: bool) -> None:
+
+def check_display(environ: dict[str, str] | None = None, platform: str | None = None) -> None:
+    """Raise UserError when a window cannot be opened here (Linux/BSD without a display server)."""
+    env = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+        return  # macOS and Windows always have their native platform plugin
+    qpa = env.get("QT_QPA_PLATFORM", "").strip().split(":")[0].lower()
+    has_x, has_wayland = bool(env.get("DISPLAY")), bool(env.get("WAYLAND_DISPLAY"))
+    if not qpa and not has_x and not has_wayland:
+        raise UserError(f"cannot open a window: no display (DISPLAY and WAYLAND_DISPLAY are not set); {HEADLESS_HINT}.")
+    if qpa == "xcb" and not has_x:
+        raise UserError(f"cannot open a window: QT_QPA_PLATFORM=xcb needs DISPLAY, which is not set; {HEADLESS_HINT}.")
+    if qpa.startswith("wayland") and not has_wayland:
+        raise UserError(f"cannot open a window: QT_QPA_PLATFORM={qpa} needs WAYLAND_DISPLAY, which is not set; "
+                        f"{HEADLESS_HINT}.")
+
+
+def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view") -> int:
+    """What `trnx view` and `python -m explorer` (the packaged app) do; returns the exit code."""
     if trace is not None and not Path(trace).exists():
         raise UserError(f"{trace} does not exist.")
+    check_display()
     if smoke_test:
         from explorer.ui.smoke import smoke_test as run_smoke_test
 
         ms = run_smoke_test(trace)
-        click.echo(f"trnx view: window built, first frame rendered in {ms:.1f} ms")
-        return
+        click.echo(f"{prog}: window built, first frame rendered in {ms:.1f} ms")
+        return 0
     from explorer.ui import run
 
-    sys.exit(run(trace))
+    return run(trace)
+
+
+@click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory) if given.
+
+\b
+Examples:
+  trnx view run.trnx
+  trnx view                                   # File > Open or File > New capture from the window
+  QT_QPA_PLATFORM=offscreen trnx view sample_traces/gemm-4096-bf16.trnx --smoke-test""")
+@click.argument("trace", required=False, type=click.Path())
+@click.option("--smoke-test", is_flag=True, help="Build the window, render one frame and exit (packaging check).")
+def view(trace: str | None, smoke_test: bool) -> None:
+    code = open_explorer(trace, smoke_test)
+    if code:
+        sys.exit(code)
