@@ -101,7 +101,7 @@ def metric_rows(d: TraceDiff) -> pd.DataFrame:
         if missing(v):
             return "n/a"
         if unit == "%":
-            return f"{v:+.4g} pp"  # a difference of percents is in percentage points
+            return f"{v:+.4g} pp" if v else "0 pp"  # a difference of percents is in percentage points
         return ("+" if v > 0 else "") + format_metric(v, unit)
 
     m["a_text"] = [format_metric(None if missing(v) else v, u) for v, u in zip(m["a"], m["unit"])]
@@ -161,6 +161,8 @@ class QtCompare(QMainWindow):
         self.align_button.setObjectName("compare-align")
         self.align_button.setToolTip("Show the same times in both timelines (undo an op alignment).")
         self.align_button.clicked.connect(self.align_starts)
+        self.align_label = QLabel("")
+        self.align_label.setObjectName("compare-alignment")
         self.side_a = _Side(f"A: {a.path}")
         self.side_b = _Side(f"B: {self.b_path}")
         self.side_a.timeline.set_index(a.index)
@@ -183,6 +185,7 @@ class QtCompare(QMainWindow):
 
         bar = QHBoxLayout()
         bar.addWidget(self.headline, 1)
+        bar.addWidget(self.align_label)
         bar.addWidget(self.link)
         bar.addWidget(self.align_button)
         split = QSplitter(Qt.Vertical)
@@ -208,11 +211,11 @@ class QtCompare(QMainWindow):
 
     # -- loading -------------------------------------------------------------------
     def _loaded(self, result: LoadedTrace) -> None:
-        self.b = result
         self.side_b.timeline.set_index(result.index)
+        self.b = result  # (after set_index: B's first fit must not move A)
         self.side_b.caption.setText(f"B: {result.path}")
         self.headline.setText(f"Comparing {self.b_path.name} against {self.a.path.name}\u2026")
-        self.align_starts()
+        self.align_ranges(self.a.index.span, result.index.span, "the whole traces")
         a_trace, b_trace = self.a.index.trace, result.index.trace
         sa, ha = self.summary_a, self.hierarchy_a
 
@@ -280,13 +283,15 @@ class QtCompare(QMainWindow):
         if self.b is None:
             return
         self.map = (float(self.b.index.span[0] - self.a.index.span[0]), 1.0)
+        self.align_label.setText("aligned on the starts, same time scale")
         self._sync(self.side_a, self.side_b)
 
-    def align_ranges(self, a_range: tuple[float, float], b_range: tuple[float, float]) -> None:
+    def align_ranges(self, a_range: tuple[float, float], b_range: tuple[float, float], what: str = "") -> None:
         """Zoom A to a_range and B to b_range, and keep them aligned while zooming."""
         (a0, a1), (b0, b1) = a_range, b_range
         scale = (b1 - b0) / (a1 - a0) if a1 > a0 and b1 > b0 else 1.0
         self.map = (b0 - scale * a0, scale)
+        self.align_label.setText(f"aligned on {what} (B drawn {1 / scale:.3g}x wider)" if what else "")
         pad_a = max((a1 - a0) * 0.05, 20.0)
         self._syncing = True
         try:
@@ -304,7 +309,8 @@ class QtCompare(QMainWindow):
         ra = self._op_range(self.hierarchy_a, a_op_id)
         rb = self._op_range(self.hierarchy_b, b_op_id)
         if ra and rb:
-            self.align_ranges(ra, rb)
+            name = self.hierarchy_a.ops.loc[self.hierarchy_a.ops["op_id"] == a_op_id, "name"].iloc[0]
+            self.align_ranges(ra, rb, f"op {name}")
         elif ra:
             self.side_a.timeline.zoom_to(*ra)
         elif rb:

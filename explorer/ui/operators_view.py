@@ -69,7 +69,7 @@ def format_cell(key: str, row: dict[str, Any], origin: int) -> str:
     if key == "start_ns":
         return format_ns(v - origin)
     if key == "share_percent":
-        return f"{v:.3g} %"
+        return f"{v:.2g} %" if v < 0.1 else f"{v:.3g} %"
     if key in ("flops",):
         return f"{format_count(v)}FLOP" if v >= 1000 else f"{v:.0f} FLOP"
     if key == "hbm_bytes":
@@ -409,7 +409,7 @@ class QtOperators(QWidget):
         self.view.header().setStretchLastSection(False)
         self.view.setColumnWidth(0, 260)
         for i, (key, _) in enumerate(COLUMNS[1:], start=1):
-            self.view.setColumnWidth(i, 64 if key in ("level", "dtype", "where", "share_percent") else
+            self.view.setColumnWidth(i, 64 if key in ("dtype", "where") else 78 if key in ("level", "share_percent") else
                                      104 if key in ("arithmetic_intensity", "start_ns") else 86)
         self.view.activated.connect(self._activated)
         self.view.selectionModel().currentRowChanged.connect(self._current_changed)

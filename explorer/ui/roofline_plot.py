@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.model.kernel_details import Roofline
 
@@ -36,15 +37,19 @@ class QtRoofline(QWidget):
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.plot.hideButtons()
-        self.legend = self.plot.addLegend(offset=(-10, 10), labelTextSize="8pt")
         self.items: dict[str, pg.GraphicsObject] = {}
+        self.caption = QLabel("")  # the legend, under the plot so it never hides a line
+        self.caption.setObjectName("roofline-caption")
+        self.caption.setWordWrap(True)
+        self.caption.setTextFormat(Qt.RichText)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.plot)
+        lay.addWidget(self.plot, 1)
+        lay.addWidget(self.caption)
 
     def clear(self) -> None:
         self.plot.clear()
-        self.legend.clear()
+        self.caption.setText("")
         self.items = {}
         self.roofline = None
 
@@ -55,43 +60,56 @@ class QtRoofline(QWidget):
             return
         ridge = roof.ridge_intensity
         ai = roof.point_intensity
+        parts: list[str] = []
         lo = min([x for x in (ai, ridge) if x] or [1.0]) / 30
         hi = max([x for x in (ai, ridge) if x] or [1.0]) * 30
         xs = np.logspace(np.log10(lo), np.log10(hi), 200)
         y = roof.attainable_tflops(xs)
         if y is not None:
-            self.items["roof"] = self.plot.plot(xs, y, pen=pg.mkPen(ROOF_COLOUR, width=2.5),
-                                                name=f"{roof.dtype} roof: {roof.peak_tflops:g} TFLOPS, "
-                                                     f"{roof.bandwidth_gbps:g} GB/s")
-            for i, (dtype, peak) in enumerate(sorted(roof.other_peaks.items(), key=lambda kv: -kv[1])):
-                if peak == roof.peak_tflops:
-                    continue
+            self.items["roof"] = self.plot.plot(xs, y, pen=pg.mkPen(ROOF_COLOUR, width=2.5))
+            parts.append(f"<span style='color:{ROOF_COLOUR}'>—</span> {roof.dtype} roof: {roof.peak_tflops:g} "
+                         f"TFLOPS per core, HBM {roof.bandwidth_gbps:g} GB/s per chip")
+            by_peak: dict[float, list[str]] = {}  # dtypes sharing a peak share a line (mxfp8/mxfp4)
+            for dtype, peak in roof.other_peaks.items():
+                if peak != roof.peak_tflops:
+                    by_peak.setdefault(peak, []).append(dtype)
+            for i, peak in enumerate(sorted(by_peak, reverse=True)):
                 other = roof.attainable_tflops(xs, peak=peak)
-                self.items[f"roof:{dtype}"] = self.plot.plot(
-                    xs, other, pen=pg.mkPen(OTHER_COLOURS[i % len(OTHER_COLOURS)], width=1, style=pg.QtCore.Qt.DashLine),
-                    name=f"{dtype}: {peak:g} TFLOPS")
+                colour = OTHER_COLOURS[i % len(OTHER_COLOURS)]
+                name = "/".join(by_peak[peak])
+                self.items[f"roof:{name}"] = self.plot.plot(xs, other, pen=pg.mkPen(colour, width=1, style=Qt.DashLine))
+                tag = pg.TextItem(f"{name} {peak:g}", color=colour, anchor=(1, 1))
+                tag.setPos(np.log10(hi), np.log10(peak))
+                self.plot.addItem(tag)
             if ridge:
                 self.items["ridge"] = self.plot.plot([ridge], [roof.peak_tflops], pen=None, symbol="d", symbolSize=8,
-                                                     symbolBrush=ROOF_COLOUR, name=f"ridge {ridge:.3g} FLOP/B")
+                                                     symbolBrush=ROOF_COLOUR)
+                parts.append(f"<span style='color:{ROOF_COLOUR}'>◆</span> ridge at {ridge:.3g} FLOP/B")
         if ai is not None and roof.point_tflops > 0:
             eff = roof.efficiency_percent
             tag = f"{label}: {roof.point_tflops:.3g} TFLOPS at {ai:.3g} FLOP/B" + (
                 f" ({eff:.0f}% of its roof)" if eff is not None else "")
             self.items["point"] = self.plot.plot([ai], [roof.point_tflops], pen=None, symbol="o", symbolSize=11,
-                                                 symbolBrush=POINT_COLOUR, symbolPen=pg.mkPen("#ffffff"), name=tag)
+                                                 symbolBrush=POINT_COLOUR, symbolPen=pg.mkPen("#ffffff"))
+            parts.append(f"<span style='color:{POINT_COLOUR}'>●</span> {tag}")
             text = pg.TextItem(label, color=POINT_COLOUR, anchor=(0, 1.2))
             text.setPos(np.log10(ai), np.log10(roof.point_tflops))
             self.plot.addItem(text)
             self.items["label"] = text
+        if roof.other_peaks:
+            parts.append("dashed: the other dtypes' roofs")
+        if ai is None:
+            parts.append("no HBM bytes: the kernel has no intensity to place it at")
+        self.caption.setText(" &nbsp; ".join(parts))
         ys = [v for v in (roof.peak_tflops, *roof.other_peaks.values(), roof.point_tflops) if v]
         if ys:
             self.plot.setXRange(np.log10(lo), np.log10(hi), padding=0)
-            self.plot.setYRange(np.log10(min(ys) / 100), np.log10(max(ys) * 2), padding=0)
+            self.plot.setYRange(np.log10(min(ys) / 100), np.log10(max(ys) * 3), padding=0)
 
     def point(self) -> tuple[float, float] | None:
         """The kernel's plotted (intensity, TFLOPS), None when it has no point."""
         item = self.items.get("point")
         if item is None:
             return None
-        x, y = item.getData()
+        x, y = item.getOriginalDataset()  # (getData is in log10 units in log mode)
         return float(x[0]), float(y[0])

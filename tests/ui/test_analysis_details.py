@@ -1,0 +1,131 @@
+"""Kernel details (engine time, instruction mix, roofline) and dependencies (flows, wait chain,
+critical path on the timeline), driven by clicks on the timeline and the panels' tables.
+
+The tiny-llm trace: kernel 0 (matmul_qkv, [0, 50 us), bf16) runs 50 MultiplyMoving of 800 ns on
+TensorMatrix (one a Transpose), 500 TensorTensor of 20 ns on Vector and 5 DMA transfers; each DMA
+unblocks the first MultiplyMoving that starts after it ends (DMA 10000 -> instruction 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow.feather as feather
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtTest import QTest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from analysis_helpers import ready  # noqa: E402
+from timeline_traces import DMA_ID0, HARDWARE  # noqa: E402
+
+from explorer.model.trace_index import EventRef  # noqa: E402
+
+
+def click_event(window, ref) -> None:
+    tl, canvas = window.timeline, window.timeline.canvas
+    s, e = window.loaded.index.interval(ref)
+    tl.zoom_to(s - 3 * (e - s), e + 3 * (e - s))
+    QTest.mouseClick(canvas, Qt.LeftButton, Qt.NoModifier, canvas.point_for(ref))
+    assert tl.selected == ref
+
+
+def table_click(view, row: int, col: int = 0, *, double: bool = False) -> None:
+    idx = view.model().index(row, col)
+    view.scrollTo(idx)
+    pos = view.visualRect(idx).center()
+    QTest.mouseClick(view.viewport(), Qt.LeftButton, Qt.NoModifier, pos)
+    if double:
+        QTest.mouseDClick(view.viewport(), Qt.LeftButton, Qt.NoModifier, pos)
+
+
+def test_kernel_details_show_engine_time_mix_and_roofline(window, qtbot, trace_path):
+    p = ready(window, qtbot)
+    click_event(window, EventRef("kernels", 0))
+    kd = p.kernel_details
+    assert kd.kernel_id == 0 and window.panels["Kernel details"].isVisible()
+    # independent answers from the Arrow tables
+    ins = feather.read_table(trace_path / "instructions.arrow").to_pandas()
+    ins = ins[ins["kernel_id"] == 0]
+    kinds = {0: "tensor", 1: "vector"}  # tracks 0 (TensorMatrix) and 1 (Vector)
+    want_counts = ins.groupby(ins["track_id"].map(kinds)).size().to_dict()
+    got = {r["engine"]: r["instruction_count"] for r in kd.engines.records if r["instruction_count"]}
+    assert got == {**want_counts, "dma": 5}
+    tensor = kd.engines.find("engine", "tensor")
+    busy = int(ins.loc[ins["track_id"] == 0, "dur_ns"].sum())  # in-order row: busy = sum of durations
+    assert kd.engines.record(tensor)["busy_ns"] == busy == 40_000
+    assert kd.engines.cell_text(tensor, "busy_percent") == "80 %"
+    mix = {(r["opcode"], r["count"]) for r in kd.mix.records}
+    assert mix == set(ins.groupby("opcode", observed=True).size().items()) == {("MultiplyMoving", 50), ("TensorTensor", 500)}
+    # the roofline: the kernel at flops / hbm bytes, achieved TFLOPS, under the bf16 roofs
+    k = feather.read_table(trace_path / "kernels.arrow").to_pandas().iloc[0]
+    ai = k["flops"] / (k["hbm_read_bytes"] + k["hbm_write_bytes"])
+    tflops = k["flops"] / k["dur_ns"] / 1e3
+    roof = kd.roofline.roofline
+    assert roof.point_intensity == pytest.approx(ai) and roof.point_tflops == pytest.approx(tflops)
+    assert roof.peak_tflops == HARDWARE["tensor"]["peak_tflops"]["bf16"]
+    assert roof.bandwidth_gbps == HARDWARE["hbm"]["bandwidth_gbps"]
+    assert kd.roofline.point() == pytest.approx((ai, tflops))
+    assert kd.roofline.plot.getPlotItem().ctrl.logXCheck.isChecked()  # log-log
+    xs, ys = kd.roofline.items["roof"].getOriginalDataset()
+    assert ys.max() == pytest.approx(79.0) and ys[0] == pytest.approx(xs[0] * 4900 / 1e3)
+    assert "compute</b></span> bound" in kd.header.text() and "2,560" not in kd.header.text()
+
+
+def test_dependencies_of_an_instruction_jump_and_follow(window, qtbot):
+    p = ready(window, qtbot)
+    mm1 = window.loaded.index.find_id(1)  # MultiplyMoving [1000, 1800), waits for DMA 10000 [0, 1000)
+    click_event(window, mm1)
+    deps = p.dependencies
+    assert deps.node == "instruction:1"
+    assert [r["node"] for r in deps.preds.records] == [f"dma:{DMA_ID0}"]
+    assert deps.preds.record(0)["kind"] == "semaphore" and deps.preds.record(0)["slack_ns"] == 0
+    assert deps.succs.records == []
+    # the wait chain: the DMA (binding: it ended after the previous MultiplyMoving) then the instruction
+    assert [r["node"] for r in deps.steps.records] == [f"dma:{DMA_ID0}", "instruction:1"]
+    assert deps.steps.record(0)["edge"] == "semaphore"
+    assert p.overlay.isVisible() and p.overlay.steps == 2
+    # a click jumps the timeline to the predecessor and keeps this panel on instruction 1
+    table_click(deps.pred_view, 0)
+    assert window.timeline.selected == EventRef("dma", 0)
+    assert window.timeline.viewport.t0 <= 0 and window.timeline.viewport.t1 >= 1000
+    assert deps.node == "instruction:1" and p.operators.current_node() == f"dma:{DMA_ID0}"
+    # a double-click follows it: the DMA becomes the subject, it unblocks instruction 1
+    table_click(deps.pred_view, 0, double=True)
+    assert deps.node == f"dma:{DMA_ID0}"
+    assert [r["node"] for r in deps.succs.records] == ["instruction:1"]
+
+
+def test_a_kernels_critical_path_is_outlined_on_the_timeline(window, qtbot):
+    p = ready(window, qtbot)
+    click_event(window, window.loaded.index.find_id(1))
+    deps = p.dependencies
+    window.panels["Dependencies"].raise_()
+    deps.tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: deps.cp_button.isVisible() and deps.cp_button.isEnabled())
+    with qtbot.waitSignal(deps.critical_path_ready, timeout=20_000):
+        QTest.mouseClick(deps.cp_button, Qt.LeftButton)
+    cp = deps.critical
+    assert cp is not None and cp.kernel_id == 0 and len(cp.steps) > 2
+    want = p.session.analysis.dependencies.critical_path(0)
+    assert cp.steps["node"].tolist() == want.steps["node"].tolist()
+    assert deps.cp_steps.rowCount() == len(cp.steps)
+    assert p.overlay.steps == len(cp.steps) and p.overlay.isVisible()
+    # the outline is on screen: the overlay's colour where the path's last step is drawn
+    tl, canvas = window.timeline, window.timeline.canvas
+    last = cp.steps.iloc[-1]
+    tl.zoom_to(last["start_ns"] - 2000, last["end_ns"] + 2000, int(last["track_id"]))
+    canvas.repaint()
+    image = canvas.grab().toImage()
+    g = canvas.geom_for_track(int(last["track_id"]))
+    x0, x1 = int(canvas.x_of(last["start_ns"])), int(canvas.x_of(last["end_ns"]))
+    colours = {image.pixelColor(x, g.y + 1).name() for x in range(max(x0, 0), min(x1, image.width()))}
+    assert p.overlay.colour.name() in colours
+    # clicking a step jumps there
+    table_click(deps.cp_view, 0)
+    first = cp.steps.iloc[0]
+    assert tl.viewport.t0 <= first["start_ns"] and tl.viewport.t1 >= first["end_ns"]
+    assert np.isclose(QColor(p.overlay.colour).alpha(), 255)

@@ -1,0 +1,76 @@
+"""Recommendations panel: see a recommendation, read its evidence, follow its links (timeline jumps).
+
+The tiny-llm trace fires two rules: `collective_straggler` (rank 1 arrives last at all-reduce 1,
+10 us after the next-to-last) and `small_dma_transfers` (64 KiB over 128 partitions = 512 B each).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QWidget
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from analysis_helpers import SAMPLES, open_ready, ready  # noqa: E402
+from timeline_traces import DMA_ID0  # noqa: E402
+
+from explorer.model.recommendations import recommend  # noqa: E402
+from explorer.model.trace_index import EventRef  # noqa: E402
+
+
+def click_item(widget, row: int) -> None:
+    item = widget.item(row)
+    widget.scrollToItem(item)
+    QTest.mouseClick(widget.viewport(), Qt.LeftButton, Qt.NoModifier, widget.visualItemRect(item).center())
+
+
+def test_see_a_recommendation_and_follow_its_links(window, qtbot):
+    p = ready(window, qtbot)
+    panel = window.findChild(QWidget, "recommendations")
+    assert panel is p.recommendations
+    want = recommend(window.loaded.index.trace)
+    assert [r.rule for r in panel.recommendations] == [r.rule for r in want]
+    assert panel.list.count() == 2
+    window.panels["Recommendations"].raise_()
+    qtbot.waitUntil(panel.list.isVisible)
+    row = [r.rule for r in panel.recommendations].index("small_dma_transfers")
+    click_item(panel.list, row)
+    text = panel.text.toPlainText()
+    assert "10 of 10 DMA transfers move under 2 KiB per partition" in text
+    assert "mean bytes per partition small" in text and "512" in text  # the evidence
+    labels = [panel.links.item(i).text() for i in range(panel.links.count())]
+    assert labels == ["\u2192 most small transfers: kernel matmul_qkv #0 (chip 0 core 0)",
+                      f"\u2192 longest small transfer dma:{DMA_ID0}"]
+    tl = window.timeline
+    click_item(panel.links, 1)  # the transfer [0, 1000)
+    assert tl.selected == EventRef("dma", 0)
+    assert tl.viewport.t0 <= 0 and 1000 <= tl.viewport.t1 < 3000
+    assert p.operators.current_node() == f"dma:{DMA_ID0}"
+    click_item(panel.links, 0)  # the kernel [0, 50 us)
+    assert tl.selected == EventRef("kernels", 0)
+    assert tl.viewport.t0 <= 0 and 50_000 <= tl.viewport.t1 < 60_000
+    assert p.operators.current_node() == "kernel:0"
+    # the straggler's link: the collective's ranks and time, area-selected
+    click_item(panel.list, [r.rule for r in panel.recommendations].index("collective_straggler"))
+    assert "Chip 1 arrived last" in panel.text.toPlainText()
+    click_item(panel.links, 0)
+    assert tl.area is not None and tl.area.track_ids == (4, 5, 6) and (tl.area.t0, tl.area.t1) == (60_000, 72_000)
+    assert tl.viewport.t0 <= 60_000 and 72_000 <= tl.viewport.t1 < 80_000
+
+
+def test_mxfp8_advice_on_the_bf16_gemm_links_to_its_kernel(qtbot):
+    w, p = open_ready(qtbot, SAMPLES / "gemm-4096-bf16.trnx")
+    panel = p.recommendations
+    rules = [r.rule for r in panel.recommendations]
+    assert rules[0] == "mxfp8_for_bf16_matmul"  # the biggest impact first
+    assert "would run about 3.3x faster in MXFP8" in panel.list.item(0).text()
+    w.panels["Recommendations"].raise_()
+    qtbot.waitUntil(panel.links.isVisible)
+    w.timeline.zoom_to(0, 1000)
+    click_item(panel.links, 0)
+    assert w.timeline.selected == EventRef("kernels", 0)
+    assert p.kernel_details.kernel_id == 0 and "matmul_gemm" in p.kernel_details.header.text()
+    assert w.timeline.viewport.width > 1_800_000  # the whole 1.86 ms kernel is in view
