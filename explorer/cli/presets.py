@@ -25,6 +25,10 @@ def presets(as_json: bool) -> None:
     for h in facts["hardware"]:
         click.echo(f"  {h['name']:<8} {h['cores_per_chip']} cores, BF16 {h['peak_tflops_per_core']['bf16']:g} TFLOPS/core, "
                    f"HBM {h['hbm_gib']:g} GiB at {h['hbm_tbps']:g} TB/s, dtypes {', '.join(h['dtypes'])}")
+        topo = h.get("topology")
+        if topo:  # multi-chip systems: chips and link tiers (per chip, per direction)
+            tiers = ", ".join(f"{t['name']} {t['bandwidth_gbps']:g} GB/s" for t in topo["tiers"])
+            click.echo(f"  {'':<8} {h['chips']} chips, {topo['kind']}: {tiers}")
     click.echo("models (--workload NAME --phase prefill|decode|train)")
     for m in facts["models"]:
         extra = f", MoE {m['moe']}" if m["moe"] else ""

@@ -38,6 +38,7 @@ COLD = -1e300
 CACHE_ENTRIES = 4096
 CACHE_INSTRUCTIONS = 20_000_000
 HBM_SLICE_MIN_NS = 256.0
+THROTTLE_STEP = 5.0
 
 
 @dataclass
@@ -101,6 +102,27 @@ def _canonical(busy: float, last: float, t0: float, ramp: float, cool: float) ->
     return (round(last - t0, 3), round(max(busy - t0, -ramp), 3))
 
 
+def _steps(percent: np.ndarray) -> np.ndarray:
+    """The Throttling counter in steps of THROTTLE_STEP percent (a ramp restarts after every
+    collective, so 1,000 chips x 8 cores of 0.5% samples would dwarf the trace); full rate stays
+    exactly 100 and anything below it stays below, so throttled time is exact."""
+    q = np.round(percent / THROTTLE_STEP) * THROTTLE_STEP
+    return np.where(percent >= 100.0 - 1e-9, 100.0, np.minimum(q, 100.0 - THROTTLE_STEP))
+
+
+def _summarize(p: Program, x: Timed, t0: float) -> tuple:
+    """What a kernel row and its Throttling samples need, relative to the window start."""
+    pe = np.flatnonzero(p.pe)
+    if len(pe):
+        val = _steps(x.rate[pe].astype(np.float64) * 100.0)
+        keep = np.r_[True, val[1:] != val[:-1]]
+        th_t, th_v = x.start[pe][keep] - t0, val[keep]
+    else:
+        th_t, th_v = np.zeros(0), np.zeros(0)
+    return (float(x.start.min()) - t0, float(x.end.max()) - t0, int(p.flops.sum()), int(p.hbm_read.sum()),
+            int(p.hbm_write.sum()), int(p.sbuf_bytes), int(p.psum_bytes), th_t, th_v)
+
+
 def _coarsen(s: HbmServed, t0: float) -> tuple[np.ndarray, ...]:
     k = max(1, int(np.ceil(HBM_SLICE_MIN_NS / s.slice_ns)))
     n = len(s.read)
@@ -129,8 +151,8 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
     seg_start = [0.0]
     seg_end: list[float] = []
     names: dict[str, int] = {}
-    rows: list[tuple] = []           # (op, seg, core, name, start, end, flops, model_flops, hr, hw, dtype, sbuf, psum)
-    thr_rows: list[tuple[np.ndarray, ...]] = []
+    rows: list[tuple] = []           # per (op, group): op, seg, name, start, end, flops, model_flops, hr, hw, dtype, sbuf, psum, cores
+    thr_rows: list[tuple] = []       # per (op, group): cores, times, values, seg
     hbm_rows: list[tuple[np.ndarray, ...]] = []
     det: list[DetailEvents] = []
     op_seg: list[int] = []
@@ -162,43 +184,44 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
         canon = tuple(_canonical(busy[r], last[r], t, thr.ramp_ns, thr.cooldown_ns) for r in rep)
         key = (tuple((spec, tuple(cores)) for spec, cores in order), canon)
         hit = cache.get(key)
-        programs = [lower_kernel(hw, spec) for spec, _ in order]
+        wants_detail = any(c in detail for _, cores in order for c in cores)
+        programs = [lower_kernel(hw, spec) for spec, _ in order] if (hit is None or wants_detail) else None
         if hit is None:
             b_in = np.array([COLD if c is None else t + c[1] for c in canon])
             l_in = np.array([COLD if c is None else t + c[0] for c in canon])
             weights = [len(cores) for _, cores in order]
             timed, (b_out, l_out), served = schedule_window(hw, programs, weights, t, (b_in, l_in))
-            rel = ([Timed(x.start - t, x.end - t, x.rate) for x in timed],
+            summary = [_summarize(p, x, t) for p, x in zip(programs, timed)]
+            size = sum(len(p) for p in programs) if wants_detail else len(order)  # what the entry holds
+            rel = ([(x.start - t, x.end - t) for x in timed] if wants_detail else None, summary,
                    (np.where(b_out <= COLD / 2, COLD, b_out - t), np.where(l_out <= COLD / 2, COLD, l_out - t)),
-                   None if served is None else _coarsen(served, t), sum(len(p) for p in programs))
-            cache.put(key, rel, rel[-1])
+                   None if served is None else _coarsen(served, t), size)
+            cache.put(key, rel, size)
             hit = rel
-        timed_rel, (b_rel, l_rel), hbm_rel, _ = hit
+        times_rel, summary, (b_rel, l_rel), hbm_rel, _ = hit
+        if wants_detail and times_rel is None:  # cached without instruction times: schedule again for detail
+            b_in = np.array([COLD if c is None else t + c[1] for c in canon])
+            l_in = np.array([COLD if c is None else t + c[0] for c in canon])
+            timed, _, _ = schedule_window(hw, programs, [len(c) for _, c in order], t, (b_in, l_in))
+            times_rel = [(x.start - t, x.end - t) for x in timed]
         end = t
         first = np.inf
         for g, (spec, cores) in enumerate(order):
-            tr = timed_rel[g]
-            s_abs, e_abs = tr.start + t, tr.end + t
+            k0r, k1r, flops, hr, hwr, sbuf, psum, th_t, th_v = summary[g]
             busy[cores] = b_rel[g] + t if b_rel[g] > COLD / 2 else COLD
             last[cores] = l_rel[g] + t if l_rel[g] > COLD / 2 else COLD
-            p = programs[g]
-            k0, k1 = float(s_abs.min()), float(e_abs.max())
+            k0, k1 = k0r + t, k1r + t
             first = min(first, k0)
             end = max(end, k1)
             code = names.setdefault(spec.name, len(names))
-            flops, hr, hwr = int(p.flops.sum()), int(p.hbm_read.sum()), int(p.hbm_write.sum())
-            pe = np.flatnonzero(p.pe)
+            rows.append((done - 1, seg, code, k0, k1, flops, int(spec.model_flops), hr, hwr,
+                         DTYPES.code(spec.dtype), sbuf, psum, cores))
             for core in cores:
-                rows.append((done - 1, seg, core, code, k0, k1, flops, int(spec.model_flops), hr, hwr,
-                             DTYPES.code(spec.dtype), int(p.sbuf_bytes), int(p.psum_bytes)))
                 if core in detail:
-                    det.append(DetailEvents(done - 1, seg, core, len(rows) - 1, p, s_abs, e_abs))
-            if len(pe):
-                val = tr.rate[pe].astype(np.float64) * 100.0
-                keep = np.r_[True, np.abs(np.diff(val)) > 0.5]
-                tt, vv = s_abs[pe][keep], np.round(val[keep], 1)
-                for core in cores:
-                    thr_rows.append((np.full(len(tt), core, np.int32), tt, vv, np.full(len(tt), seg, np.int32)))
+                    st, en = times_rel[g]
+                    det.append(DetailEvents(done - 1, seg, core, len(rows) - 1, programs[g], st + t, en + t))
+            if len(th_t):
+                thr_rows.append((cores, th_t + t, th_v, seg))
         if hbm_rel is not None:
             ht, hwid, hrd, hwrt = hbm_rel
             hbm_rows.append((ht + t, hwid, hrd, hwrt, np.full(len(ht), seg, np.int32)))
@@ -211,29 +234,30 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
 
 
 def _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, det) -> ChipSim:
-    cols = ("op", "seg", "core", "name", "start", "end", "flops", "model_flops", "hbm_read", "hbm_write", "dtype",
-            "sbuf", "psum")
+    """Rows were recorded once per (op, group of identical cores); expand them to one per core."""
+    ncores = np.array([len(r[-1]) for r in rows], np.int64)
+    first_row = np.concatenate([[0], np.cumsum(ncores)[:-1]]) if len(rows) else np.zeros(0, np.int64)
     if rows:
-        ints = np.array([[r[i] for i in (0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12)] for r in rows], np.int64)
-        times = np.array([[r[4], r[5]] for r in rows], np.float64)
+        ints = np.repeat(np.array([r[:3] + r[5:12] for r in rows], np.int64), ncores, axis=0)
+        times = np.repeat(np.array([r[3:5] for r in rows], np.float64), ncores, axis=0)
+        core = np.concatenate([np.asarray(r[-1], np.int64) for r in rows])
     else:
-        ints = np.zeros((0, 11), np.int64)
-        times = np.zeros((0, 2))
-    order = np.lexsort((times[:, 0], ints[:, 2])) if len(rows) else np.zeros(0, np.int64)
-    kern: dict[str, np.ndarray] = {}
-    for j, name in enumerate(("op", "seg", "core", "name", "flops", "model_flops", "hbm_read", "hbm_write", "dtype",
-                              "sbuf", "psum")):
+        ints, times, core = np.zeros((0, 10), np.int64), np.zeros((0, 2)), np.zeros(0, np.int64)
+    order = np.lexsort((times[:, 0], core)) if len(core) else np.zeros(0, np.int64)
+    kern: dict[str, np.ndarray] = {"core": core[order]}
+    for j, name in enumerate(("op", "seg", "name", "flops", "model_flops", "hbm_read", "hbm_write", "dtype", "sbuf",
+                              "psum")):
         kern[name] = ints[order, j]
     kern["start"], kern["end"] = times[order, 0], times[order, 1]
     inv = np.empty(len(order), np.int64)
     inv[order] = np.arange(len(order))
-    for d in det:
-        d.kernel_row = int(inv[d.kernel_row])
+    for d in det:  # the row of (group, core), then its place after sorting
+        d.kernel_row = int(inv[first_row[d.kernel_row] + list(rows[d.kernel_row][-1]).index(d.core)])
     if thr_rows:
-        tc = np.concatenate([r[0] for r in thr_rows])
-        tt = np.concatenate([r[1] for r in thr_rows])
-        tv = np.concatenate([r[2] for r in thr_rows])
-        ts = np.concatenate([r[3] for r in thr_rows])
+        tc = np.concatenate([np.repeat(np.asarray(c, np.int32), len(t)) for c, t, _, _ in thr_rows])
+        tt = np.concatenate([np.tile(t, len(c)) for c, t, _, _ in thr_rows])
+        tv = np.concatenate([np.tile(v, len(c)) for c, _, v, _ in thr_rows])
+        ts = np.concatenate([np.full(len(t) * len(c), sg, np.int32) for c, t, _, sg in thr_rows])
         o = np.lexsort((tt, tc))
         thr = {"core": tc[o], "t": tt[o], "v": tv[o], "seg": ts[o]}
     else:
@@ -243,7 +267,6 @@ def _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, 
     else:
         hbm = {k: np.zeros(0) for k in ("t", "width", "read", "write")}
         hbm["seg"] = np.zeros(0, np.int32)
-    _ = cols
     return ChipSim(np.array(seg_start), np.array(seg_end), np.array(op_seg, np.int32),
                    np.array(op_span, np.float64).reshape(-1, 2), list(names), kern, thr, hbm, det)
 

@@ -2,8 +2,8 @@
 
 Every rank is ready at time 0 on an idle system, so all arrive together (no wait); the
 collective runs on each chip's collective-communication engine (`CC` track) and as a
-kernel on core 0. Multi-chip workloads with real arrival skew come with parallelism
-(issue 5); this is the cost model they will use.
+kernel on core 0. The cost is `simcore.collectives` on the preset's topology (model
+captures with parallelism use the same plans, with real arrival skew and link sharing).
 """
 
 from __future__ import annotations
@@ -13,16 +13,29 @@ from typing import Any
 import numpy as np
 
 from simcore.capture.config import Resolved
-from simcore.timing.collectives import collective_cost
+from simcore.collectives import all_to_all, plan_collective
+from simcore.timing.collectives import COLLECTIVE_KINDS, CollectiveCost
+from simcore.topology import topology_of
 from simcore.trace import TraceWriter
 from simcore.trace import schema as S
 
 
-def _cost(res: Resolved):
+def _cost(res: Resolved) -> CollectiveCost:
+    """The collective on chips 0..RANKS-1 of the preset: the topology's tiers and the algorithm
+    `--cc-algorithm` asks for (auto: the fastest). A single-chip preset is a flat switch at its
+    link bandwidth, where this is the reference's ring (mesh for all-to-all) formula."""
     p = res.workload.ops[0].params
-    link = res.hw.data["link"]
-    return collective_cost(p["name"], int(p["bytes"]), int(p["ranks"]), float(link.get("latency_ns", 0.0)),
-                           float(link["bandwidth_gbps"]))
+    kind, _ = COLLECTIVE_KINDS[p["name"]]
+    nbytes, ranks = int(p["bytes"]), int(p["ranks"])
+    topo = topology_of(res.hw, ranks)
+    group = tuple(range(ranks))
+    if kind == "all_to_all":
+        m = np.full((ranks, ranks), nbytes / ranks)
+        plan = all_to_all(topo, group, m)
+    else:
+        plan = plan_collective(topo, kind, group, nbytes, res.config.cc_algorithm)
+    lat, xfer = float(plan.latency.max()), float(plan.transfer.max())
+    return CollectiveCost(kind, plan.algorithm, ranks, nbytes, lat, xfer, plan.bus_factor)
 
 
 def collective_meta(res: Resolved, meta: dict[str, Any]) -> None:

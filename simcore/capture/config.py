@@ -231,6 +231,8 @@ def resolve(config: CaptureConfig) -> Resolved:
         wl = microbenchmark(name, c.shape, c.dtype, compute_cores=cc, mx_group=int(hw.tensor["mx_scale_group"]))
         if wl.ops[0].kind == "collective" and detail == "instruction":
             raise ConfigError(f"the {name} micro-benchmark records kernel and collective rows; --detail instruction does not apply.")
+        if wl.ops[0].kind == "collective" and "topology" in hw.data and wl.ops[0].params["ranks"] > hw.chips:
+            raise ConfigError(f"{name} over {wl.ops[0].params['ranks']} ranks exceeds the {hw.chips} chips of {hw.name}.")
     elif is_file:
         wl = load_opgraph(name, c.dtype if c.dtype != "bf16" else None)
         for op in wl.ops:
@@ -251,16 +253,21 @@ def resolve(config: CaptureConfig) -> Resolved:
 def choices() -> dict[str, Any]:
     """What a capture can be asked for, for UIs (the GUI capture dialog, `trnx presets`):
     hardware presets with their key figures, models, micro-benchmarks, phases, details."""
+    from simcore.collectives import ALGORITHMS
     from simcore.hardware import preset_names
+    from simcore.topology import topology_of
 
     hardware = []
     for name in preset_names():
         hw = load_hardware(name)
+        topo = topology_of(hw)
         hardware.append({
             "name": name, "description": hw.data.get("description", ""), "chips": hw.chips,
             "cores_per_chip": hw.cores_per_chip, "peak_tflops_per_core": dict(hw.tensor["peak_tflops"]),
             "hbm_gib": round(hw.hbm_capacity / 2**30, 1), "hbm_tbps": hw.hbm_bytes_per_ns / 1e3,
             "sbuf_mib_per_core": round(hw.sbuf_bytes / 2**20, 1), "dtypes": hw.matmul_dtypes(),
+            "link_gbps": float(hw.data["link"]["bandwidth_gbps"]),
+            "topology": None if topo.flat else topo.describe(),
         })
     models = [{"name": m.name, "display": m.display, "params_b": round(m.total_params() / 1e9, 2), "layers": m.layers,
                "hidden": m.hidden, "heads": m.heads, "kv_heads": m.kv_heads, "max_position": m.max_position,
@@ -270,5 +277,23 @@ def choices() -> dict[str, Any]:
     micro = [{"name": k, "shape": v["shape"], "default": list(v["default"]), "help": v["help"]}
              for k, v in MICROBENCHMARKS.items()]
     return {"hardware": hardware, "models": models, "microbenchmarks": micro, "phases": list(PHASES),
-            "details": list(DETAILS), "defaults": {"seq": DEFAULT_SEQ, "context_decode": DEFAULT_CONTEXT,
-                                                   "phase": "decode", "batch": 1, "dtype": "bf16", "seed": 0}}
+            "details": list(DETAILS), "cc_algorithms": list(ALGORITHMS), "options": dict(OPTION_HELP),
+            "defaults": {"seq": DEFAULT_SEQ, "context_decode": DEFAULT_CONTEXT, "phase": "decode", "batch": 1,
+                         "dtype": "bf16", "seed": 0, "tp": 1, "ep": 1, "pp": 1, "cc_algorithm": "auto"}}
+
+
+OPTION_HELP = {
+    "chips": "chips to use (default tp x dp x pp); at most the preset's (UltraServer gen1 64, gen2 144, trn2.48xlarge 16)",
+    "tp": "tensor-parallel degree: heads and MLP width split over chips, all-reduce (or reduce-scatter/all-gather)",
+    "ep": "expert-parallel degree (MoE): experts split over chips, all-to-all dispatch and combine",
+    "dp": "data-parallel replicas (default chips / (tp x pp)); training all-reduces gradients",
+    "pp": "pipeline stages: layers split over chips, send/recv between stages",
+    "sequence_parallel": "norms on tokens / tp with all-gather/reduce-scatter (default on for prefill/train with tp > 1)",
+    "microbatches": "microbatches per data-parallel replica (default: up to pp)",
+    "jitter": "per-rank compute jitter, e.g. 2% (seeded)",
+    "straggler": "slow chip: chip=5,slowdown=1.3 or chip=5,delay=200us (several separated by ;)",
+    "expert_skew": "MoE routing skew: Zipf exponent of expert popularity (0 = uniform, 1 = strong)",
+    "detail_chips": "chips whose --cores get instruction detail: 'all' or a list like 0,5 (default 0)",
+    "cc_algorithm": "collective algorithm: auto, ring, mesh or hierarchical (a preference where it applies)",
+    "workers": "processes simulating chips (default: auto, up to the machine's cores)",
+}

@@ -187,7 +187,7 @@ def resolve_multichip(c, hw: Hardware, cc: int, detail: str, detail_cores: list[
             raise ConfigError(f"--expert-skew must be a number like 1.0 (got {c.expert_skew!r}).") from None
         if isinstance(c.expert_skew, bool) or not np.isfinite(skew) or not 0 <= skew <= MAX_SKEW:
             raise ConfigError(f"--expert-skew must be between 0 (uniform) and {MAX_SKEW:g} (got {c.expert_skew!r}).")
-        if cfg.moe is None:
+        if cfg.moe is None and skew > 0:
             raise ConfigError(f"--expert-skew shapes mixture-of-experts routing; {cfg.name} is dense.")
     workers = None if c.workers is None else _degree("workers", c.workers)
     detail_chips: list[int] = []

@@ -43,9 +43,15 @@ class MultiChip:
     workers: int | None = None
 
     def meta(self) -> dict[str, Any]:
-        return {"parallelism": self.par.to_dict(), "chips": self.par.chips, "topology": self.topo.describe(),
-                "jitter": self.jitter, "stragglers": [s.to_dict() for s in self.stragglers],
-                "expert_skew": self.expert_skew, "detail_chips": self.detail_chips, "cc_algorithm": self.algorithm}
+        """meta.json `capture` keys; option names match CaptureConfig so a trace can be re-run."""
+        out: dict[str, Any] = {"parallelism": self.par.to_dict(), "chips": self.par.chips,
+                               "sequence_parallel": self.par.sp, "microbatches": self.par.microbatches,
+                               "topology": self.topo.describe(), "jitter": self.jitter,
+                               "straggler": ";".join(s.to_text() for s in self.stragglers) or None,
+                               "stragglers": [s.to_dict() for s in self.stragglers],
+                               "expert_skew": self.expert_skew if self.cfg.moe is not None else None,
+                               "detail_chips": self.detail_chips or None, "cc_algorithm": self.algorithm}
+        return {k: v for k, v in out.items() if v is not None}
 
     def planner(self, dtype: str, seed: int) -> Planner:
         return Planner(self.cfg, self.phase, self.batch, self.seq, self.context, self.layers, dtype, self.par,

@@ -130,8 +130,11 @@ def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
     b = ProgramBuilder()
     key = 0.0
     if spec.kind in ("matmul", "matmul_q"):
-        for i, (m, k, n) in enumerate(spec.args):
-            _, key = lower_matmul(b, hw, m, k, n, spec.dtype, key0=key, quantize_a=spec.kind == "matmul_q", queue0=i)
+        # the problems of a grouped kernel take disjoint key ranges one after another, so the kernel is
+        # their programs concatenated; each problem is lowered once (MoE chips share expert shapes)
+        lq = max(1, hw.dma_queues - 1)
+        return Program.concat([_lower_problem(hw_key, m, k, n, spec.dtype, spec.kind == "matmul_q", i % lq)
+                               for i, (m, k, n) in enumerate(spec.args)])
     elif spec.kind == "attention":
         lower_attention(b, hw, spec.args[0])
     elif spec.kind == "adamw":
@@ -149,6 +152,13 @@ def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
         E.lower_rowwise(b, hw, E.cross_entropy(spec.args[0], spec.args[1]))
     else:
         raise ValueError(f"no lowering for kernel kind {spec.kind}")
+    return b.build()
+
+
+@lru_cache(maxsize=1024)
+def _lower_problem(hw_key: str, m: int, k: int, n: int, dtype: str, quantize_a: bool, queue0: int) -> Program:
+    b = ProgramBuilder()
+    lower_matmul(b, _HW[hw_key], m, k, n, dtype, key0=0.0, quantize_a=quantize_a, queue0=queue0)
     return b.build()
 
 
@@ -182,7 +192,9 @@ def lower_kernel(hw: Hardware, spec: KernelSpec) -> Program:
             f"kernel {spec.name} {spec.args[0] if spec.kind != 'attention' else ''} would need about {n:,} instructions "
             f"on one core, above the simulator's limit of {MAX_INSTRUCTIONS:,}; use a smaller shape or more compute cores."
         )
-    key = json.dumps(hw.data, sort_keys=True, default=str)
+    key = hw.__dict__.get("_lowering_key")
+    if key is None:  # serialising the preset is not free; a capture lowers thousands of kernels
+        key = hw.__dict__["_lowering_key"] = json.dumps(hw.data, sort_keys=True, default=str)
     _HW.setdefault(key, hw)
     return _lower_cached(key, spec)
 
@@ -190,3 +202,4 @@ def lower_kernel(hw: Hardware, spec: KernelSpec) -> Program:
 def clear_cache() -> None:
     """Forget lowered kernels (benchmarks use it to time lowering as a fresh process would)."""
     _lower_cached.cache_clear()
+    _lower_problem.cache_clear()

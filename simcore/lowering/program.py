@@ -100,6 +100,24 @@ class Program:
         arr = getattr(self, name)
         return int(arr.sum() if mask is None else arr[mask].sum())
 
+    @staticmethod
+    def concat(parts: list["Program"]) -> "Program":
+        """Programs run one after another in program order (each keeps its own dependencies):
+        what one builder gives for pieces added at increasing, non-overlapping keys."""
+        if len(parts) == 1:
+            return parts[0]
+        sizes = np.array([len(p) for p in parts], np.int64)
+        offs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        ndeps = np.array([len(p.dep_idx) for p in parts], np.int64)
+        doffs = np.concatenate([[0], np.cumsum(ndeps)[:-1]])
+        arrays = {f: np.concatenate([getattr(p, f) for p in parts]) for f in (
+            "engine", "dur", "lat", "opcode", "dtype", "flops", "bytes", "partitions", "src", "dst", "hbm_read",
+            "hbm_write", "pe")}
+        dep_idx = np.concatenate([p.dep_idx + o for p, o in zip(parts, offs)])
+        dep_ptr = np.concatenate([[0]] + [p.dep_ptr[1:] + d for p, d in zip(parts, doffs)]).astype(np.int64)
+        return Program(**arrays, dep_ptr=dep_ptr, dep_idx=dep_idx.astype(np.int64),
+                       sbuf_bytes=max(p.sbuf_bytes for p in parts), psum_bytes=max(p.psum_bytes for p in parts))
+
 
 @dataclass
 class _Batch:
@@ -176,10 +194,13 @@ class ProgramBuilder:
         n = sum(sizes)
 
         def cat(name, dtype, default=None):
+            vals = [getattr(b, name) if default is None else default(b) for b in self.batches]
+            arrays = [type(v) is np.ndarray and v.ndim > 0 for v in vals]
+            if not any(arrays):  # one value per batch: a single repeat instead of a broadcast per batch
+                return np.repeat(np.asarray(vals, dtype), sizes)
             parts = []
-            for b, s in zip(self.batches, sizes):
-                v = getattr(b, name) if default is None else default(b)
-                parts.append(np.broadcast_to(np.asarray(v, dtype), (s,)))
+            for v, s, is_array in zip(vals, sizes, arrays):
+                parts.append(np.broadcast_to(np.asarray(v, dtype), (s,)) if is_array else np.full(s, v, dtype))
             return np.concatenate(parts)
 
         key = cat("key", np.float64)

@@ -6,7 +6,8 @@
   never beats its roofline).
 - `--straggler chip=5,slowdown=1.3`: chip 5 computes 1.3x slower all step (a throttled or
   degraded chip); `--straggler chip=5,delay=200us`: chip 5 starts the step 200 us late (a
-  preempted host thread). Several `--straggler` options may be given.
+  preempted host thread). Several `--straggler` options may be given (or one text with
+  `;` between them, as meta.json keeps them).
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ class Straggler:
 
     def to_dict(self) -> dict[str, Any]:
         return {"chip": self.chip, "slowdown": self.slowdown, "delay_ns": self.delay_ns}
+
+    def to_text(self) -> str:
+        """The option text that gives this straggler back (`--straggler`)."""
+        out = f"chip={self.chip}"
+        if self.slowdown != 1.0:
+            out += f",slowdown={self.slowdown:g}"
+        if self.delay_ns:
+            out += f",delay={self.delay_ns:g}ns"
+        return out
 
 
 def parse_jitter(value: Any) -> float:
@@ -105,7 +115,9 @@ def parse_straggler(value: Any, chips: int) -> Straggler:
 def parse_stragglers(value: Any, chips: int) -> list[Straggler]:
     if value is None or value == "" or value == []:
         return []
-    items = value if isinstance(value, (list, tuple)) else [value]
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    items = [part for v in items for part in (v.split(";") if isinstance(v, str) else [v])
+             if not (isinstance(part, str) and not part.strip())]  # "a;b" holds several
     out = [parse_straggler(v, chips) for v in items]
     seen = [s.chip for s in out]
     if len(set(seen)) != len(seen):
