@@ -1,10 +1,16 @@
-"""Sort one rank's Kineto events into columns: GPU kernels, copies, CPU ops, names.
+"""One rank's Kineto events as columns: GPU kernels, copies, CPU ops, in file order.
 
-One pass over the event list; each event costs a few dict look-ups and list
-appends, and `python_function` events (often most of a file) are dropped after
-one comparison unless asked for. Everything after this pass is numpy.
-Bad events (not objects, missing or non-numeric times, negative durations) are
-counted and skipped, never fatal.
+Every reader ends here, in the same shape (`RankEvents`): times as float64 arrays,
+names, places ((device, stream) or (pid, tid)), External ids and categories as integer
+codes into small per-rank vocabularies, and the args of the few events that need them
+(NCCL kernels, collective CPU ops) in a sparse row -> args map. The importer then works
+on whole columns. Three producers:
+- the compiled byte scanner's arrays (kineto_scanned), for well-formed files;
+- msgspec's typed events (`_extract_typed`), for files the scanner refuses;
+- plain JSON values (`_extract_dicts`), for files only the tolerant parsers read.
+`python_function` events (often most of a file) are dropped unless asked for. Bad
+events (not objects, missing or non-numeric times, negative durations) are counted and
+skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -23,10 +29,22 @@ PYTHON_CAT = "python_function"
 MEMORY_CAT = "cpu_instant_event"  # with name "[memory]": an allocator sample (profile_memory=True)
 MEMORY_NAME = "[memory]"
 CUDA_DEVICE_TYPE = 1
+KERNEL, COPY, CPU_OP, MEMORY = 0, 1, 2, 3  # event classes
 _COMM_NAME = re.compile(r"nccl|rccl", re.I)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_TS_US = 4e15   # |ts| beyond this (year ~2096 in epoch us) is garbage, not a time
 MAX_DUR_US = 1e15  # so that any end, rebased to ns, still fits in int64
+
+
+def class_of(cat: str, include_python: bool) -> int:
+    """KERNEL, COPY, CPU_OP or MEMORY for a category the importer reads, else -1."""
+    if cat in GPU_KERNEL_CATS:
+        return KERNEL
+    if cat in GPU_COPY_CATS:
+        return COPY
+    if cat in CPU_OP_CATS and (include_python or cat != PYTHON_CAT):
+        return CPU_OP
+    return MEMORY if cat == MEMORY_CAT else -1
 
 
 def clean_name(value: Any) -> str:
@@ -42,17 +60,31 @@ def is_comm_kernel(name: str) -> bool:
     return _COMM_NAME.search(name) is not None
 
 
+def int_or(value: Any, default: int) -> int:
+    """An int argument (bytes, message sizes), or `default` when it is not one."""
+    try:
+        v = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return v if -(1 << 62) < v < (1 << 62) else default
+
+
+_EMPTY_F = np.zeros(0, dtype=np.float64)
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+
+
 @dataclass
 class Columns:
-    """Parallel lists of one kind of interval event."""
+    """One kind of interval event, column by column, in file order."""
 
-    ts: Any = field(default_factory=list)   # us: a list, or a float64 array from the fast path
-    dur: Any = field(default_factory=list)  # us
-    name: list[str] = field(default_factory=list)
-    where: list[Any] = field(default_factory=list)  # (device, stream) for GPU, (pid, tid) for CPU
-    ext: list[Any] = field(default_factory=list)    # External id (any JSON value)
-    args: list[Any] = field(default_factory=list)   # args dict where it matters, else None
-    cat: list[str] = field(default_factory=list)
+    ts: np.ndarray = field(default_factory=lambda: _EMPTY_F)      # us, float64
+    dur: np.ndarray = field(default_factory=lambda: _EMPTY_F)     # us, float64
+    name: np.ndarray = field(default_factory=lambda: _EMPTY_I)    # codes into RankEvents.names
+    place: np.ndarray = field(default_factory=lambda: _EMPTY_I)   # codes into RankEvents.places
+    ext: np.ndarray = field(default_factory=lambda: _EMPTY_I)     # External id codes, -1 for none
+    cat: np.ndarray = field(default_factory=lambda: _EMPTY_I)     # codes into RankEvents.cats
+    nbytes: np.ndarray = field(default_factory=lambda: _EMPTY_I)  # args "bytes" of copies (0 when absent)
+    args: dict[int, Any] = field(default_factory=dict)            # row -> args (dict or Args) where it matters
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -65,12 +97,21 @@ class RankEvents:
     kernels: Columns = field(default_factory=Columns)
     copies: Columns = field(default_factory=Columns)
     cpu_ops: Columns = field(default_factory=Columns)
+    names: list[str] = field(default_factory=list)             # clean display names
+    places: list[tuple[Any, Any]] = field(default_factory=list)  # (device, stream) or (pid, tid): ints or strings
+    cats: list[str] = field(default_factory=list)
+    n_ext: int = 0                                              # distinct External ids
     process_names: dict[str, str] = field(default_factory=dict)
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
     memory: tuple[list[float], list[Any], list[float]] = field(default_factory=lambda: ([], [], []))  # ts us, device, bytes
-    comm_args: dict[Any, Any] = field(default_factory=dict)  # External id -> record_param_comms args (dict or Args)
+    comm_args: dict[int, Any] = field(default_factory=dict)    # External id code -> record_param_comms args
     skipped: int = 0
     total: int = 0
+
+    @property
+    def name_is_comm(self) -> np.ndarray:
+        """Per name code: whether it is a communication kernel's name."""
+        return np.array([is_comm_kernel(n) for n in self.names] or [False], dtype=bool)
 
     @property
     def min_ts(self) -> float | None:  # columns hold only finite floats by now
@@ -97,20 +138,19 @@ def _number(value: Any) -> float:
 
 
 class _Names:
-    """Clean display names and the NCCL test, computed once per distinct raw name."""
+    """Clean display names, computed once per distinct raw name."""
 
     def __init__(self) -> None:
-        self.cache: dict[Any, tuple[str, bool]] = {}
+        self.cache: dict[Any, str] = {}
 
-    def get(self, raw: Any) -> tuple[str, bool]:
+    def get(self, raw: Any) -> str:
         try:
             hit = self.cache.get(raw)
         except TypeError:  # unhashable (a list or object as a name)
             hit = None
             raw = str(raw)
         if hit is None:
-            name = clean_name(raw)
-            hit = self.cache[raw] = (name, is_comm_kernel(name))
+            hit = self.cache[raw] = clean_name(raw)
         return hit
 
 
@@ -119,8 +159,44 @@ def _place(a: Any, b: Any) -> tuple[Any, Any]:
     return (a if type(a) is int or type(a) is str else _key(a), b if type(b) is int or type(b) is str else _key(b))
 
 
+def codes(values: list[Any], vocab: dict[Any, int]) -> np.ndarray:
+    """Integer codes of `values`, growing `vocab` (value -> code) in order of appearance."""
+    return np.fromiter((vocab.setdefault(v, len(vocab)) for v in values), dtype=np.int64, count=len(values))
+
+
+def split(out: RankEvents, cls: np.ndarray, cols: dict[str, np.ndarray], args: dict[int, Any]) -> None:
+    """Rows of every class into out.kernels / copies / cpu_ops (file order kept)."""
+    pos = np.zeros(len(cls), dtype=np.int64)
+    for c, name in ((KERNEL, "kernels"), (COPY, "copies"), (CPU_OP, "cpu_ops")):
+        rows = np.flatnonzero(cls == c)
+        if not len(rows):
+            continue
+        pos[rows] = np.arange(len(rows))
+        local = {int(pos[i]): a for i, a in args.items() if cls[i] == c}
+        setattr(out, name, Columns(**{k: v[rows] for k, v in cols.items()}, args=local))
+
+
+def _finish(out: RankEvents, cls: list[int], ts: list[float] | np.ndarray, dur: list[float] | np.ndarray,
+            names: list[str], where: list[tuple[Any, Any]], ext: list[Any], cats: list[str], nbytes: list[int],
+            args: dict[int, Any], comm_args: dict[str, Any]) -> RankEvents:
+    """Per-event lists (kept rows, file order) -> codes and columns."""
+    name_vocab: dict[str, int] = {}
+    place_vocab: dict[tuple[Any, Any], int] = {}
+    ext_vocab: dict[str, int] = {}
+    cat_vocab: dict[str, int] = {}
+    ext_codes = np.fromiter((-1 if x is None else ext_vocab.setdefault(_key(x), len(ext_vocab)) for x in ext),
+                            dtype=np.int64, count=len(ext))
+    cols = {"ts": np.asarray(ts, dtype=np.float64), "dur": np.asarray(dur, dtype=np.float64),
+            "name": codes(names, name_vocab), "place": codes(where, place_vocab), "ext": ext_codes,
+            "cat": codes(cats, cat_vocab), "nbytes": np.asarray(nbytes, dtype=np.int64)}
+    out.names, out.places, out.cats, out.n_ext = list(name_vocab), list(place_vocab), list(cat_vocab), len(ext_vocab)
+    out.comm_args = {ext_vocab[k]: v for k, v in comm_args.items() if k in ext_vocab}
+    split(out, np.asarray(cls, dtype=np.int64), cols, args)
+    return out
+
+
 def extract(events: list[Any], *, include_python: bool = False) -> RankEvents:
-    """One pass over a rank's events (dicts, or the typed events of the fast parser)."""
+    """One pass over a rank's events (dicts, or the typed events of msgspec)."""
     from explorer.interop.kineto_schema import Event
 
     if events and type(events[0]) is Event:
@@ -129,10 +205,8 @@ def extract(events: list[Any], *, include_python: bool = False) -> RankEvents:
 
 
 def _extract_typed(events: list[Any], include_python: bool) -> RankEvents:
-    """The fast path over msgspec `Event`s: bucket by category in one tight loop, then
-    build each bucket's columns with comprehensions and numpy. Anything unexpected
-    (a list as a category or name, a string timestamp) sends the file down the
-    per-event tolerant path instead."""
+    """msgspec `Event`s, column by column. Anything unexpected (a list as a category or
+    name, a string timestamp) sends the file down the per-event tolerant path instead."""
     try:
         return _extract_columns(events, include_python)
     except (TypeError, ValueError, AttributeError):
@@ -141,21 +215,15 @@ def _extract_typed(events: list[Any], include_python: bool) -> RankEvents:
         return _extract_dicts(as_dicts(events), include_python)
 
 
-_NO_ARGS = (None, None, None, None)
-
-
 def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
-    """Column by column: the kept events' fields as lists (one comprehension each), then
-    per category numpy arrays for times, a name table per distinct name and a place per
-    distinct (device, stream) or (pid, tid). Anything unexpected raises, and the caller
-    takes the tolerant per-event path instead."""
+    """The kept events' fields as lists (one comprehension each), then numpy for times
+    and a name per distinct raw name. Anything unexpected raises (-> the tolerant path)."""
     out = RankEvents(total=len(events))
     wanted = GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT}) | {MEMORY_CAT}
     # TypeError (an unhashable category) -> tolerant path
     rows = [ev for ev in events if ev.cat in wanted or ev.ph == "M"]
     if not rows:
         return out
-    # one comprehension per field: cheaper than building and transposing a tuple per event
     cat_c, ph_c, ts_c, dur_c = [e.cat for e in rows], [e.ph for e in rows], [e.ts for e in rows], [e.dur for e in rows]
     name_c, pid_c, tid_c, args_c = [e.name for e in rows], [e.pid for e in rows], [e.tid for e in rows], [e.args for e in rows]
     del rows
@@ -165,79 +233,70 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
         a = args_c[i]
         if a is not None and a.name is not None:
             _metadata(out, {"name": name_c[i], "pid": pid_c[i], "tid": tid_c[i], "args": {"name": a.name}})
-    is_x = ph == "X"
-    kinds = sorted(set(cat_c) & wanted)
-    code_of = {k: i for i, k in enumerate(kinds)}
-    cat = np.fromiter((code_of.get(c, -1) for c in cat_c), dtype=np.int32, count=len(cat_c))
-    plain_ids = {type(x) for x in pid_c} | {type(x) for x in tid_c} <= {int, str}
+    cls_of = {c: class_of(c, include_python) for c in set(cat_c) if c is not None}
+    cls = np.fromiter((cls_of.get(c, -1) for c in cat_c), dtype=np.int64, count=len(cat_c))
+    for i in np.flatnonzero(cls == MEMORY).tolist():
+        a = args_c[i]
+        if ph_c[i] in ("i", "I") and name_c[i] == MEMORY_NAME and a is not None:
+            _memory_sample(out, ts_c[i], a.device_type, a.device_id, a.total_allocated)
+    idx = np.flatnonzero((ph == "X") & (cls >= 0) & (cls != MEMORY))
+    ts = np.array([ts_c[i] for i in idx.tolist()], dtype=np.float64)  # ValueError/TypeError -> tolerant path
+    dur = np.array([0.0 if dur_c[i] is None else dur_c[i] for i in idx.tolist()], dtype=np.float64)
+    if ts.ndim != 1 or dur.ndim != 1:  # lists as times
+        raise ValueError("times are not numbers")
+    ok = (dur >= 0) & (dur < MAX_DUR_US) & (ts > -MAX_TS_US) & (ts < MAX_TS_US)
+    out.skipped = int((~ok).sum())
+    keep = np.flatnonzero(ok)
+    idx, ts, dur = idx[keep].tolist(), ts[keep], dur[keep]
+    kcls = cls[idx].tolist()
+    args = [args_c[i] for i in idx]
     names = _Names()
-    skipped = 0
-    for code, kind in enumerate(kinds):
-        if kind == MEMORY_CAT:
-            for i in np.flatnonzero(cat == code).tolist():
-                a = args_c[i]
-                if ph_c[i] in ("i", "I") and name_c[i] == MEMORY_NAME and a is not None:
-                    _memory_sample(out, ts_c[i], a.device_type, a.device_id, a.total_allocated)
+    table = {n: names.get(n) for n in {name_c[i] for i in idx}}  # TypeError (unhashable) -> tolerant path
+    clean = [table[name_c[i]] for i in idx]
+    comm = {n: is_comm_kernel(n) for n in set(clean)}
+    where: list[tuple[Any, Any]] = []
+    ext: list[Any] = []
+    nbytes: list[int] = []
+    kept_args: dict[int, Any] = {}
+    comm_args: dict[str, Any] = {}
+    for j, (i, c, a, n) in enumerate(zip(idx, kcls, args, clean)):
+        if a is None:
+            where.append((pid_c[i], tid_c[i]))
+            ext.append(None)
+            nbytes.append(0)
             continue
-        idx = np.flatnonzero(is_x & (cat == code)).tolist()
-        if not idx:
-            continue
-        target = out.kernels if kind in GPU_KERNEL_CATS else out.copies if kind in GPU_COPY_CATS else out.cpu_ops
-        ts = np.array([ts_c[i] for i in idx], dtype=np.float64)  # ValueError/TypeError -> tolerant path
-        dur = np.array([0.0 if dur_c[i] is None else dur_c[i] for i in idx], dtype=np.float64)
-        if ts.ndim != 1 or dur.ndim != 1:  # lists as times
-            raise ValueError("times are not numbers")
-        ok = (dur >= 0) & (dur < MAX_DUR_US) & (ts > -MAX_TS_US) & (ts < MAX_TS_US)
-        if not ok.all():
-            skipped += int((~ok).sum())
-            keep = np.flatnonzero(ok)
-            idx = [idx[k] for k in keep.tolist()]
-            ts, dur = ts[keep], dur[keep]
-            if not idx:
-                continue
-        args = [args_c[i] for i in idx]
-        # each args struct visited once: (External id, device, stream, Collective name)
-        fields = [_NO_ARGS if a is None else (a.external_id, a.device, a.stream, a.collective_name) for a in args]
-        ext, device, stream, coll = zip(*fields)
-        raw_names = [name_c[i] for i in idx]
-        table = {n: names.get(n) for n in set(raw_names)}  # TypeError (unhashable) -> tolerant path
-        resolved = [table[n] for n in raw_names]
-        if target is out.cpu_ops:
-            where = [(pid_c[i], tid_c[i]) for i in idx]
+        ext.append(a.external_id)
+        if c == CPU_OP:
+            where.append((pid_c[i], tid_c[i]))
+            nbytes.append(0)
+            if a.collective_name is not None or n == "record_param_comms":
+                kept_args[j] = a
+                if a.external_id is not None:
+                    comm_args[_key(a.external_id)] = a
         else:
-            where = [(pid_c[i] if d is None else d, tid_c[i] if st is None else st) for i, d, st in zip(idx, device, stream)]
-        if not plain_ids or target is not out.cpu_ops:  # GPU ids come from args: check them too
-            norm = {w: _place(*w) for w in set(where)}  # TypeError (unhashable id) -> tolerant path
-            where = [norm[w] for w in where]
-        if target is out.kernels:
-            keep_args = [a if r[1] else None for a, r in zip(args, resolved)]  # Args read like dicts
-        elif target is out.copies:
-            keep_args = args
-        else:
-            keep_args = [a if a is not None and (c is not None or r[0] == "record_param_comms") else None
-                         for a, c, r in zip(args, coll, resolved)]
-            for a in keep_args:
-                if a is not None and a.get("External id") is not None:
-                    out.comm_args[_key(a.get("External id"))] = a
-        target.ts.append(ts)  # numpy chunks, concatenated below
-        target.dur.append(dur)
-        target.name.extend([r[0] for r in resolved])
-        target.where.extend(where)
-        target.ext.extend(ext)
-        target.args.extend(keep_args)
-        target.cat.extend([kind] * len(idx))
-    for target in (out.kernels, out.copies, out.cpu_ops):
-        target.ts = np.concatenate(target.ts) if target.ts else np.zeros(0)
-        target.dur = np.concatenate(target.dur) if target.dur else np.zeros(0)
-    out.skipped = skipped
-    return out
+            where.append((pid_c[i] if a.device is None else a.device, tid_c[i] if a.stream is None else a.stream))
+            nbytes.append(int_or(a.bytes, 0) if c == COPY else 0)
+            if c == KERNEL and comm[n]:
+                kept_args[j] = a
+    norm = {w: _place(*w) for w in set(where)}  # TypeError (unhashable id) -> tolerant path
+    where = [norm[w] for w in where]
+    return _finish(out, kcls, ts, dur, clean, where, ext, [cat_c[i] for i in idx], nbytes, kept_args, comm_args)
 
 
 def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
-    """The tolerant path, for files the fast parser refused: plain JSON values."""
+    """The tolerant path, for files the fast parsers refused: plain JSON values."""
     out = RankEvents(total=len(events))
-    kernels, copies, ops = out.kernels, out.copies, out.cpu_ops
     names = _Names()
+    cls_l: list[int] = []
+    ts_l: list[float] = []
+    dur_l: list[float] = []
+    name_l: list[str] = []
+    where_l: list[tuple[Any, Any]] = []
+    ext_l: list[Any] = []
+    cat_l: list[str] = []
+    bytes_l: list[int] = []
+    kept_args: dict[int, Any] = {}
+    comm_args: dict[str, Any] = {}
     skipped = 0
     for ev in events:
         if type(ev) is not dict:
@@ -256,6 +315,9 @@ def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
                 a = ev["args"]
                 _memory_sample(out, ev.get("ts"), a.get("Device Type"), a.get("Device Id"), a.get("Total Allocated"))
             continue
+        c = class_of(cat, include_python)
+        if c < 0 or c == MEMORY:
+            continue
         ts = ev.get("ts")
         dur = ev.get("dur", 0)
         if type(ts) is not float or type(dur) is not float:
@@ -266,33 +328,30 @@ def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
         args = ev.get("args")
         if type(args) is not dict:
             args = {}
-        if cat in GPU_KERNEL_CATS or cat in GPU_COPY_CATS:
-            is_kernel = cat in GPU_KERNEL_CATS
-            target = kernels if is_kernel else copies
-            where = _place(args.get("device", ev.get("pid")), args.get("stream", ev.get("tid")))
-            name, comm = names.get(ev.get("name"))
-            keep_args = args if comm or not is_kernel else None
-        elif cat in CPU_OP_CATS:
-            target = ops
+        name = names.get(ev.get("name"))
+        j = len(cls_l)
+        if c == CPU_OP:
             where = _place(ev.get("pid"), ev.get("tid"))
-            name, _ = names.get(ev.get("name"))
-            keep_args = None
             if name == "record_param_comms" or "Collective name" in args:
-                keep_args = args
+                kept_args[j] = args
                 ext_id = args.get("External id")
                 if ext_id is not None:
-                    out.comm_args[_key(ext_id)] = args
+                    comm_args[_key(ext_id)] = args
+            bytes_l.append(0)
         else:
-            continue
-        target.ts.append(ts)
-        target.dur.append(dur)
-        target.name.append(name)
-        target.where.append(where)
-        target.ext.append(args.get("External id"))
-        target.args.append(keep_args)
-        target.cat.append(cat)
+            where = _place(args.get("device", ev.get("pid")), args.get("stream", ev.get("tid")))
+            if c == KERNEL and is_comm_kernel(name):
+                kept_args[j] = args
+            bytes_l.append(int_or(args.get("bytes"), 0) if c == COPY else 0)
+        cls_l.append(c)
+        ts_l.append(ts)
+        dur_l.append(dur)
+        name_l.append(name)
+        where_l.append(where)
+        ext_l.append(args.get("External id"))
+        cat_l.append(cat)
     out.skipped = skipped
-    return out
+    return _finish(out, cls_l, ts_l, dur_l, name_l, where_l, ext_l, cat_l, bytes_l, kept_args, comm_args)
 
 
 def _memory_sample(out: RankEvents, ts: Any, device_type: Any, device: Any, total: Any) -> None:
@@ -317,10 +376,10 @@ def _metadata(out: RankEvents, ev: dict[str, Any]) -> None:
         out.thread_names[(_key(ev.get("pid")), _key(ev.get("tid")))] = clean_name(args["name"])
 
 
-def to_ns(ts_us: list[float], t0_us: float) -> np.ndarray:
+def to_ns(ts_us: np.ndarray | list[float], t0_us: float) -> np.ndarray:
     """Microsecond floats to int64 ns from `t0_us` (Kineto writes us with ns decimals)."""
     return np.rint((np.asarray(ts_us, dtype=np.float64) - t0_us) * 1000.0).astype(np.int64)
 
 
-def dur_ns(dur_us: list[float]) -> np.ndarray:
+def dur_ns(dur_us: np.ndarray | list[float]) -> np.ndarray:
     return np.rint(np.asarray(dur_us, dtype=np.float64) * 1000.0).astype(np.int64)

@@ -1,8 +1,9 @@
 """Read a PyTorch-profiler (Kineto) trace file, whatever state it is in.
 
-The fast path decodes the (possibly gzipped) bytes with msgspec straight into typed
-events that hold only the fields the importer reads (kineto_schema); a file it
-refuses goes to `orjson`, then further down. Real files
+The importer first tries the compiled byte scanner (kineto_scan) on the bytes
+`read_json_bytes` gives; a file it refuses is parsed here: msgspec straight into
+typed events that hold only the fields the importer reads (kineto_schema), then
+`orjson`, then further down. Real files
 are often not quite JSON: a profiler killed mid-write leaves a truncated file, some
 writers leave trailing commas, names carry raw control characters, NaN sneaks in.
 Those fall through to a tolerant path (Python's decoder with `strict=False`, then
@@ -75,6 +76,13 @@ def _read_bytes(path: Path) -> tuple[bytes, str]:
 def load_kineto(path: str | os.PathLike[str]) -> KinetoFile:
     """Parse one Kineto trace file (`.json` or `.json.gz`, object or bare event array)."""
     p = Path(path)
+    data, note = read_json_bytes(p)
+    return parse_kineto(p, data, note)
+
+
+def read_json_bytes(p: Path) -> tuple[bytes, str]:
+    """The file's JSON as UTF-8 bytes (gunzipped, BOM dropped, UTF-16 re-encoded) and a
+    note on any repair; one sentence for a file with nothing in it."""
     data, note = _read_bytes(p)
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, which JSON forbids
         data = data[3:]
@@ -82,6 +90,11 @@ def load_kineto(path: str | os.PathLike[str]) -> KinetoFile:
         data = data.decode("utf-16", errors="replace").encode("utf-8", errors="replace")
     if not data.strip():
         raise UserError(f"{p} is empty.")
+    return data, note
+
+
+def parse_kineto(p: Path, data: bytes, note: str) -> KinetoFile:
+    """msgspec's typed events, else orjson's, Python's non-strict decoder's, or what salvage keeps."""
     fast = decode(data)
     if fast is not None:
         return KinetoFile(p, fast[0], fast[1], note)
