@@ -1,8 +1,10 @@
 """Entry point of the packaged command line (`trnx ...`), shipped beside the app."""
 
+import multiprocessing
 import sys
 
-from explorer.cli.main import main
-
 if __name__ == "__main__":
+    multiprocessing.freeze_support()  # worker processes of multi-chip captures re-run this program
+    from explorer.cli.main import main
+
     sys.exit(main())

@@ -118,6 +118,15 @@ def test_packaged_app_smoke_test_capture_and_no_display(packaged, tmp_path):
                        text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
 
+    # a multi-chip capture whose two pipeline stages simulate in worker processes (forkserver
+    # children re-run the frozen program: multiprocessing.freeze_support in the launchers)
+    pp = tmp_path / "pp2.trnx"
+    r = subprocess.run([program(packaged, "trnx"), "capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b",
+                        "--pp", "2", "--layers", "4", "--workers", "2", "-o", str(pp)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "on 2 chips" in r.stdout and (pp / "meta.json").is_file()
+
     if sys.platform.startswith("linux"):
         r = subprocess.run([program(packaged, "trn3-explorer"), str(SAMPLE)], capture_output=True, text=True,
                            env=NO_DISPLAY, timeout=120)

@@ -12,7 +12,6 @@ leaves nothing on disk; a finished trace is announced with `captured(path)`.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,9 @@ from PySide6.QtWidgets import (
     QMessageBox, QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
+from explorer.ui.capture_extras import OptionEditor
 from explorer.ui.capture_options import (
-    check_output, extra_fields, field_kind, flag, format_value, free_path, parse_value, suggest_name,
+    check_output, extra_fields, flag, format_value, free_path, parse_value, suggest_name,
 )
 from explorer.ui.capture_worker import CaptureWorker
 from simcore.errors import UserError
@@ -33,8 +33,12 @@ PICK_FILE = "\u2026file"  # item data of the "choose a file" entries
 COMPRESSIONS = ("none", "zstd", "lz4")
 
 
+ACRONYMS = {"tp", "ep", "dp", "pp", "cc", "hbm", "moe", "sp"}
+
+
 def _label(name: str) -> str:
-    return name.replace("_", " ").capitalize()
+    words = [w.upper() if w in ACRONYMS else w for w in name.split("_")]
+    return " ".join([words[0][:1].upper() + words[0][1:], *words[1:]])
 
 
 class CaptureDialog(QDialog):
@@ -137,19 +141,10 @@ class CaptureDialog(QDialog):
         self.compression.addItems(COMPRESSIONS)
         self.compression.setToolTip("none keeps the trace memory-mappable; zstd makes it several times smaller")
 
-        self.extras: dict[str, QWidget] = {}
-        for fld in extra_fields():
-            kind = field_kind(fld)
-            if kind == "bool":
-                w: QWidget = QCheckBox(objectName=fld.name)
-                w.toggled.connect(self._changed)
-            else:
-                default = None if fld.default is dataclasses.MISSING else fld.default
-                w = QLineEdit(objectName=fld.name, placeholderText="" if default is None else format_value(default))
-                w.textChanged.connect(self._changed)
-            help_text = (self.facts.get("options") or {}).get(fld.name)
-            w.setToolTip(f"{flag(fld.name)}" + (f": {help_text}" if isinstance(help_text, str) else ""))
-            self.extras[fld.name] = w
+        self.editors = {fld.name: OptionEditor(fld, self.facts) for fld in extra_fields()}
+        self.extras: dict[str, QWidget] = {name: e.widget for name, e in self.editors.items()}
+        for editor in self.editors.values():
+            editor.on_change(self._changed)
 
         hw_box = QGroupBox("Hardware and workload")
         form = QFormLayout(hw_box)
@@ -168,13 +163,13 @@ class CaptureDialog(QDialog):
         form2.addRow("Instruction cores", self.cores)
         form2.addRow("Compute cores", self.compute_cores)
         form2.addRow("Seed", self.seed)
-        boxes = [hw_box, run_box]
+        right: list[QWidget] = []
         if self.extras:
-            extra_box = QGroupBox("More options")
+            extra_box = QGroupBox("Multi-chip and more")
             form3 = QFormLayout(extra_box)
             for name, w in self.extras.items():
                 form3.addRow(f"{_label(name)} ({flag(name)})", w)
-            boxes.append(extra_box)
+            right.append(extra_box)
         out_box = QGroupBox("Output")
         form4 = QFormLayout(out_box)
         row = QHBoxLayout()
@@ -183,11 +178,17 @@ class CaptureDialog(QDialog):
         form4.addRow("Trace", row)
         form4.addRow("", self.overwrite)
         form4.addRow("Compression", self.compression)
-        boxes.append(out_box)
-        lay = QVBoxLayout(self.form)
-        lay.setContentsMargins(0, 0, 0, 0)
-        for b in boxes:
-            lay.addWidget(b)
+        outer = QVBoxLayout(self.form)
+        outer.setContentsMargins(0, 0, 0, 0)
+        columns = QHBoxLayout()
+        for boxes in ([hw_box, run_box], right):
+            column = QVBoxLayout()
+            for b in boxes:
+                column.addWidget(b)
+            column.addStretch(1)
+            columns.addLayout(column, 1)
+        outer.addLayout(columns)
+        outer.addWidget(out_box)
 
         self.hardware.activated.connect(lambda i: self._picked(self.hardware, i, "Hardware preset", "Presets (*.toml)"))
         self.workload.activated.connect(lambda i: self._picked(self.workload, i, "Op graph", "Op graphs (*.json)"))
@@ -237,12 +238,8 @@ class CaptureDialog(QDialog):
         if o["detail"] == "instruction":
             o["cores"] = self.cores.text().strip() or None
         o["compute_cores"] = parse_value(self.compute_cores.text())
-        for name, w in self.extras.items():
-            if isinstance(w, QCheckBox):
-                o[name] = True if w.isChecked() else None
-            else:
-                fld = next(f for f in extra_fields() if f.name == name)
-                o[name] = parse_value(w.text(), field_kind(fld))
+        for name, editor in self.editors.items():
+            o[name] = editor.value()
         if self.overwrite.isChecked():
             o["overwrite"] = True
         return {k: v for k, v in o.items() if v is not None}
@@ -272,12 +269,9 @@ class CaptureDialog(QDialog):
                 self.detail.setCurrentText("instruction")
             if options.get("seed") is not None:
                 self.seed.setValue(int(options["seed"]))
-            for name, w in self.extras.items():
+            for name, editor in self.editors.items():
                 if name in options:
-                    if isinstance(w, QCheckBox):
-                        w.setChecked(bool(options[name]))
-                    else:
-                        w.setText(format_value(options[name]))
+                    editor.set_value(options[name])
             if options.get("overwrite"):
                 self.overwrite.setChecked(True)
             if options.get("output"):

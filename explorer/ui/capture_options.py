@@ -29,11 +29,12 @@ def extra_fields() -> list[dataclasses.Field]:
 
 
 def field_kind(f: dataclasses.Field) -> str:
-    """'bool', 'int', 'float' or 'text': which editor a field gets (from its annotation)."""
+    """'bool', 'tristate' (bool | None: on, off or the simulator's default), 'int', 'float'
+    or 'text': which editor a field gets (from its annotation)."""
     text = str(f.type).replace(" ", "")
     parts = set(text.split("|")) - {"None"}
     if parts == {"bool"}:
-        return "bool"
+        return "tristate" if "None" in text.split("|") else "bool"
     if parts == {"int"}:
         return "int"
     if parts <= {"float", "int"} and parts:
@@ -121,7 +122,31 @@ def options_from_meta(meta: dict[str, Any]) -> dict[str, Any]:
             if isinstance(place, dict) and place.get(f.name) is not None:
                 out[f.name] = place[f.name]
                 break
+    _drop_derived(out, hw)
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _drop_derived(out: dict[str, Any], hw: dict[str, Any]) -> None:
+    """Leave out values the simulator derived rather than the user chose (tp=1, chips = tp x dp
+    x pp, ...), so changing one option in the re-run does not collide with a stale derived one."""
+    from simcore.capture import choices
+
+    defaults = choices().get("defaults", {})
+    for key, value in defaults.items():
+        if key in {f.name for f in extra_fields()} and out.get(key) == value:
+            out.pop(key)
+    tp, dp, pp = (int(out.get(k) or 1) for k in ("tp", "dp", "pp"))
+    if out.get("chips") == tp * dp * pp:
+        out.pop("chips")
+    if out.get("dp") == 1:
+        out.pop("dp")
+    if out.get("microbatches") in (1, pp):
+        out.pop("microbatches")
+    if "sequence_parallel" in out and out["sequence_parallel"] == (out.get("phase") in ("prefill", "train") and tp > 1):
+        out.pop("sequence_parallel")
+    default_cc = 1 if out.get("shape") is not None else hw.get("cores_per_chip")
+    if out.get("compute_cores") == default_cc:
+        out.pop("compute_cores")
 
 
 def suggest_name(options: dict[str, Any]) -> str:

@@ -197,32 +197,73 @@ def test_the_form_offers_every_choice_and_only_the_fields_that_apply(qtbot, tmp_
 
 
 def test_options_the_simulator_grows_later_get_generic_editors(qtbot, tmp_path, monkeypatch):
-    """A new CaptureConfig field (say multi-chip jitter and a straggler) shows up with no dialog change."""
+    """A new CaptureConfig field shows up with an editor fitting its type, with no dialog change."""
     import explorer.ui.capture_options as co
     from explorer.ui.capture_dialog import CaptureDialog
 
     @dataclasses.dataclass
     class Grown(sc.CaptureConfig):
-        tp: int | None = None
-        jitter: float = 0.0
-        straggler: str | None = None
+        rails: int | None = None
+        link_noise: float = 0.0
+        fault: str | None = None
         trace_links: bool = False
+        prefetch: bool | None = None
 
     monkeypatch.setattr(co, "CaptureConfig", Grown)
     dialog = CaptureDialog(directory=tmp_path)
     qtbot.addWidget(dialog)
     dialog.show()
-    assert set(dialog.extras) == {"tp", "jitter", "straggler", "trace_links"}
-    assert dialog.extras["jitter"].placeholderText() == "0.0"
-    assert dialog.extras["tp"].toolTip().startswith("--tp")
-    type_into(dialog.extras["tp"], "4")
-    type_into(dialog.extras["jitter"], "0.05")
-    type_into(dialog.extras["straggler"], "3:1.5")
+    new = ["rails", "link_noise", "fault", "trace_links", "prefetch"]
+    assert list(dialog.extras)[-5:] == new
+    assert dialog.extras["link_noise"].placeholderText() == "0.0"
+    assert dialog.extras["rails"].toolTip() == "--rails"
+    type_into(dialog.extras["rails"], "4")
+    type_into(dialog.extras["link_noise"], "0.05")
+    type_into(dialog.extras["fault"], "chip=3")
     tick(dialog.extras["trace_links"])
+    choose(dialog.extras["prefetch"], "off")
     o = dialog.options()
-    assert (o["tp"], o["jitter"], o["straggler"], o["trace_links"]) == (4, 0.05, "3:1.5", True)
-    dialog.set_options({"tp": 8, "jitter": 0.1})
-    assert dialog.extras["tp"].text() == "8" and dialog.extras["jitter"].text() == "0.1"
+    assert [o[k] for k in new] == [4, 0.05, "chip=3", True, False]
+    dialog.set_options({"rails": 8, "link_noise": 0.1, "prefetch": True})
+    assert (dialog.extras["rails"].text(), dialog.extras["link_noise"].text()) == ("8", "0.1")
+    assert dialog.extras["prefetch"].currentText() == "on"
+
+
+def test_multichip_options_from_choices(qtbot, empty_window, tmp_path):
+    """The multi-chip flags trnx capture has show up with choices()' help and lists, validate
+    with the CLI's sentences and produce the multi-chip trace."""
+    facts = sc.choices()
+    w = empty_window
+    dialog = open_capture_dialog(qtbot, w)
+    dialog.show_error_dialogs = False
+    for name, help_text in facts["options"].items():
+        assert dialog.extras[name].toolTip() == f"--{name.replace('_', '-')}: {help_text}"
+    algos = dialog.extras["cc_algorithm"]
+    assert [algos.itemText(i) for i in range(algos.count())] == facts["cc_algorithms"]
+    choose(dialog.hardware, "trn3-ultraserver-gen1")
+    type_into(dialog.layers, "2")
+    type_into(dialog.extras["tp"], "4")
+    type_into(dialog.extras["expert_skew"], "0.5")
+    out = tmp_path / "tp4.trnx"
+    type_into(dialog.output, str(out))
+    settle(qtbot, dialog)
+    assert dialog.error_label.text() == cli_error("-H", "trn3-ultraserver-gen1", "--layers", "2", "--tp", "4",
+                                                  "--expert-skew", "0.5", "-o", str(out))
+    type_into(dialog.extras["expert_skew"], "")
+    type_into(dialog.extras["straggler"], "chip=1,slowdown=1.3")
+    choose(dialog.extras["cc_algorithm"], "ring")
+    settle(qtbot, dialog)
+    assert dialog.run_button.isEnabled(), dialog.error_label.text()
+    QTest.mouseClick(dialog.run_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=120_000)
+    cap = meta_of(out)["capture"]
+    assert (cap["chips"], cap["parallelism"]["tp"], cap["cc_algorithm"], cap["straggler"]) == (4, 4, "ring", "chip=1,slowdown=1.3")
+    # and Re-run with changes brings them back, leaving out what the simulator derived (chips = tp)
+    dialog = open_capture_dialog(qtbot, w, Qt.ControlModifier | Qt.ShiftModifier, Qt.Key_R)
+    assert dialog._current(dialog.hardware) == "trn3-ultraserver-gen1"
+    assert dialog.extras["tp"].text() == "4" and dialog.extras["chips"].text() == ""
+    assert dialog.extras["cc_algorithm"].currentText() == "ring"
+    assert dialog.extras["straggler"].text() == "chip=1,slowdown=1.3"
 
 
 def test_rerun_with_changes_prefills_from_the_meta(qtbot, empty_window, tmp_path):
