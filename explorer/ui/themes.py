@@ -112,9 +112,13 @@ def apply_theme(name: str, app: QApplication | None = None) -> Theme:
     if app is not None:
         app.setStyle("Fusion")
         app.setPalette(qpalette(theme))
+        from explorer.ui.track_canvas import TrackCanvas
+
         for widget in app.allWidgets():
             if isinstance(widget, pg.PlotWidget):
                 style_plot(widget, theme)
+            elif isinstance(widget, TrackCanvas):
+                widget.relayout()  # drops the cached row-label pixmap painted in the old colours
         for top in app.topLevelWidgets():
             top.update()
             for child in top.findChildren(QWidget):
