@@ -8,12 +8,11 @@ event 123", so the sorted id index is built once per trace and shared.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from explorer.model.scope import codes, num
+from explorer.model.scope import num
 from simcore.errors import UserError
 from simcore.trace import Trace
 
@@ -82,22 +81,6 @@ class EventIndex:
             row[found] = pos_c[found] if order is None else order[pos_c[found]]
         return table, row
 
-    @cached_property
-    def _columns(self) -> dict[int, dict[str, Any]]:
-        out = {}
-        for code, name in enumerate(TABLE_NAMES):
-            t = self.trace.table(name)
-            cols = {c: num(t, c) for c in ("track_id", "start_ns", "dur_ns", "kernel_id", "bytes")}
-            cols["flops"] = num(t, "flops") if "flops" in t.column_names else None
-            if name == "instructions":
-                cols["name"] = codes(t, "opcode")
-                cols["dtype"] = codes(t, "dtype")
-            else:
-                cols["src"] = codes(t, "src")
-                cols["dst"] = codes(t, "dst")
-            out[code] = cols
-        return out
-
     def event(self, event_id: int) -> Event:
         """The event with this id; an unknown id raises a one-sentence UserError."""
         table, row = self.locate(np.array([event_id]))
@@ -106,25 +89,28 @@ class EventIndex:
         return self.event_at(int(table[0]), int(row[0]))
 
     def event_at(self, table: int, row: int) -> Event:
-        c = self._columns[table]
+        # one row read straight from Arrow: no whole-column copies (a 10M-row table streamed in
+        # batches has many chunks, and caching its columns as numpy would cost ~0.5 GB)
+        t = self.trace.table(TABLE_NAMES[table])
+
+        def v(column: str) -> Any:
+            return t.column(column)[row].as_py()
+
         if table == INSTRUCTION:
-            name = c["name"][1][c["name"][0][row]]
-            dtype = c["dtype"][1][c["dtype"][0][row]]
-            flops = int(c["flops"][row])
+            name, dtype = v("opcode"), v("dtype")
+            flops = int(v("flops")) if "flops" in t.column_names else 0
         else:
-            name = f"DMA {c['src'][1][c['src'][0][row]]}->{c['dst'][1][c['dst'][0][row]]}"
-            dtype, flops = "", 0
-        ids = num(self.trace.table(TABLE_NAMES[table]), "id")
+            name, dtype, flops = f"DMA {v('src')}->{v('dst')}", "", 0
         return Event(
-            id=int(ids[row]),
+            id=int(v("id")),
             table=TABLE_NAMES[table],
             row=row,
-            track_id=int(c["track_id"][row]),
-            start_ns=int(c["start_ns"][row]),
-            dur_ns=int(c["dur_ns"][row]),
+            track_id=int(v("track_id")),
+            start_ns=int(v("start_ns")),
+            dur_ns=int(v("dur_ns")),
             name=str(name),
-            kernel_id=int(c["kernel_id"][row]),
+            kernel_id=int(v("kernel_id")),
             flops=flops,
-            bytes=int(c["bytes"][row]),
+            bytes=int(v("bytes")),
             dtype=str(dtype),
         )

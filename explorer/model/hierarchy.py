@@ -20,6 +20,8 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from explorer.model.bound import classify
 from explorer.model.events import DMA, INSTRUCTION, EventIndex
@@ -57,6 +59,14 @@ COLUMN_DOCS: dict[str, str] = {
 }
 # instruction track kinds counted separately for a kernel's busiest-engine time
 _ENGINE_ROWS = ("tensor", "tensor_matrix", "vector", "scalar", "gpsimd", "sync")
+
+
+def rows_where(table: pa.Table, column: str, value: int) -> np.ndarray:
+    """Row numbers where `column == value`, computed by Arrow on the chunks as they are (a
+    numpy view of a many-chunk column would copy the whole column first)."""
+    if not table.num_rows:
+        return np.zeros(0, np.int64)
+    return pc.indices_nonzero(pc.equal(table.column(column), value)).to_numpy().astype(np.int64, copy=False)
 
 
 def _rate(num_: np.ndarray, dur_ns: np.ndarray, scale: float) -> np.ndarray:
@@ -382,31 +392,33 @@ class Hierarchy:
         if hit.empty:
             raise UserError(f"kernel {kernel_id} is not in this trace.")
         parts = []
-        for code, table in ((INSTRUCTION, self.trace.instructions), (DMA, self.trace.dma)):
-            rows = np.flatnonzero(num(table, "kernel_id") == kernel_id)
+        for code, full in ((INSTRUCTION, self.trace.instructions), (DMA, self.trace.dma)):
+            rows = rows_where(full, "kernel_id", kernel_id)
             if not len(rows):
                 continue
-            start = num(table, "start_ns")[rows]
-            dur = num(table, "dur_ns")[rows]
-            tid = num(table, "track_id")[rows]
+            table = full.take(rows)  # only this kernel's rows: no copy of whole (chunked) columns
+            start = num(table, "start_ns")
+            dur = num(table, "dur_ns")
+            tid = num(table, "track_id")
             if code == INSTRUCTION:
                 c, vocab = codes(table, "opcode")
-                name = np.asarray(vocab, dtype=object)[c[rows]]
+                name = np.asarray(vocab, dtype=object)[c]
                 dc, dvocab = codes(table, "dtype")
-                dtype = np.asarray(dvocab, dtype=object)[dc[rows]]
-                flops = num(table, "flops")[rows]
+                dtype = np.asarray(dvocab, dtype=object)[dc]
+                flops = num(table, "flops")
                 prefix = "instruction:"
             else:
                 sc, sv = codes(table, "src")
                 tc, tv = codes(table, "dst")
-                name = "DMA " + np.asarray(sv, dtype=object)[sc[rows]] + "->" + np.asarray(tv, dtype=object)[tc[rows]]
+                name = "DMA " + np.asarray(sv, dtype=object)[sc] + "->" + np.asarray(tv, dtype=object)[tc]
                 dtype = ""
                 flops = np.zeros(len(rows), np.int64)
                 prefix = "dma:"
-            nbytes = num(table, "bytes")[rows]
+            nbytes = num(table, "bytes")
+            ids = num(table, "id")
             parts.append(pd.DataFrame({
-                "node": prefix + pd.Series(num(table, "id")[rows]).astype(str),
-                "parent": f"kernel:{kernel_id}", "level": "instruction", "id": num(table, "id")[rows],
+                "node": prefix + pd.Series(ids).astype(str),
+                "parent": f"kernel:{kernel_id}", "level": "instruction", "id": ids,
                 "name": name, "kind": self.tracks.kind[tid], "chip": self.tracks.chip[tid],
                 "core": self.tracks.core[tid], "track_id": tid, "start_ns": start, "end_ns": start + dur,
                 "dur_ns": dur, "share_percent": 100.0 * dur / self.total_ns, "flops": flops, "model_flops": 0,

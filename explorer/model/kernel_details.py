@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from explorer.model.hierarchy import Hierarchy
+from explorer.model.hierarchy import Hierarchy, rows_where
 from explorer.model.intervals import union_length_per_group
 from explorer.model.scope import DMA_KIND, ENGINE_OF_KIND, ENGINES, codes, num
 from explorer.model.summary import SMALL_DMA_BYTES_PER_PARTITION
@@ -95,11 +95,12 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
     tracks = h.tracks
     notes: list[str] = []
 
-    ins = trace.instructions
-    sel = np.flatnonzero(num(ins, "kernel_id") == kernel_id) if ins.num_rows else np.array([], np.int64)
-    tid = num(ins, "track_id")[sel] if len(sel) else np.array([], np.int32)
-    start = num(ins, "start_ns")[sel] if len(sel) else np.array([], np.int64)
-    d = num(ins, "dur_ns")[sel] if len(sel) else np.array([], np.int64)
+    # only this kernel's rows, taken by Arrow (no whole-column copies of a many-chunk table)
+    sel = rows_where(trace.instructions, "kernel_id", kernel_id)
+    ins = trace.instructions.take(sel)
+    tid = num(ins, "track_id") if len(sel) else np.array([], np.int32)
+    start = num(ins, "start_ns") if len(sel) else np.array([], np.int64)
+    d = num(ins, "dur_ns") if len(sel) else np.array([], np.int64)
     engine = np.array([ENGINE_OF_KIND.get(x, x) for x in tracks.kind], dtype=object)[tid] if len(sel) else np.array([], object)
     eidx = np.array([ENGINES.index(e) if e in ENGINES else len(ENGINES) for e in engine], dtype=np.int64)
     busy = union_length_per_group(eidx, start, start + d, len(ENGINES) + 1)
@@ -114,11 +115,11 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
     if len(sel):
         oc, ov = codes(ins, "opcode")
         mix = pd.DataFrame({
-            "opcode": np.asarray(ov, dtype=object)[oc[sel]],
+            "opcode": np.asarray(ov, dtype=object)[oc],
             "engine": engine,
             "time_ns": d,
-            "flops": num(ins, "flops")[sel],
-            "bytes": num(ins, "bytes")[sel],
+            "flops": num(ins, "flops"),
+            "bytes": num(ins, "bytes"),
         })
         mix = mix.groupby(["opcode", "engine"], as_index=False).agg(
             count=("time_ns", "size"), time_ns=("time_ns", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"))
@@ -130,15 +131,15 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
         mix = pd.DataFrame(columns=["opcode", "engine", "count", "time_ns", "time_percent", "flops", "bytes"])
         notes.append("no instruction-level detail for this kernel's core: engine breakdown and mix are empty.")
 
-    dma = trace.dma
-    dsel = np.flatnonzero(num(dma, "kernel_id") == kernel_id) if dma.num_rows else np.array([], np.int64)
+    dsel = rows_where(trace.dma, "kernel_id", kernel_id)
+    dma = trace.dma.take(dsel)
     if len(dsel):
         q = pd.DataFrame({
-            "track_id": num(dma, "track_id")[dsel],
-            "start": num(dma, "start_ns")[dsel],
-            "dur": num(dma, "dur_ns")[dsel],
-            "bytes": num(dma, "bytes")[dsel],
-            "partitions": np.maximum(num(dma, "partitions")[dsel], 1),
+            "track_id": num(dma, "track_id"),
+            "start": num(dma, "start_ns"),
+            "dur": num(dma, "dur_ns"),
+            "bytes": num(dma, "bytes"),
+            "partitions": np.maximum(num(dma, "partitions"), 1),
         })
         q["small"] = q["bytes"] < SMALL_DMA_BYTES_PER_PARTITION * q["partitions"]
         q["per_partition"] = q["bytes"] / q["partitions"]

@@ -100,13 +100,14 @@ class AnalysisPanels(QObject):
 
     def _wire(self) -> None:
         w, s, tl = self.window, self.session, self.window.timeline
-        w.trace_loaded.connect(lambda loaded: s.start(loaded.index))
+        w.trace_loaded.connect(self._trace_shown)
         if hasattr(w, "trace_closed"):
             w.trace_closed.connect(lambda: s.start(None))
         s.ready.connect(self._ready)
         s.failed.connect(lambda msg: self._error("Analysis failed", msg))
         s.busy_changed.connect(self.summary.set_busy)
         s.busy_changed.connect(self.recommendations.set_busy)
+        s.busy_changed.connect(lambda busy: busy and self.operators.status.setText("analysing the trace\u2026"))
         s.node_selected.connect(self._show_node)
         tl.visible_range_changed.connect(self.summary.set_range)
         tl.area_changed.connect(self.summary.show_area)
@@ -119,6 +120,10 @@ class AnalysisPanels(QObject):
         self.recommendations.link_activated.connect(lambda link: self._guard(s.follow_link, link))
 
     # -- reacting ----------------------------------------------------------------------
+    def _trace_shown(self, loaded) -> None:
+        self._ready(None)  # no panel shows the previous trace while this one is analysed
+        self.session.start(loaded.index)
+
     def _ready(self, analysis: TraceAnalysis | None) -> None:
         self.overlay.clear()
         self.summary.set_analysis(analysis)

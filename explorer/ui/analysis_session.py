@@ -58,7 +58,7 @@ class TraceAnalysis:
         h.children("")  # the tree's top level and its child index
         _ = h.events  # id -> row, for timeline -> tree
         recs = recommend(trace, hierarchy=h, summary=summary)
-        deps = Dependencies(trace, events=h.events, tracks=h.tracks)
+        deps = Dependencies(trace, events=h.events, tracks=h.tracks)  # its event tables build on first use
         return cls(index, summary, per_chip, h, recs, deps)
 
     # -- node <-> timeline -----------------------------------------------------------

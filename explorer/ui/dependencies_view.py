@@ -63,6 +63,7 @@ class QtDependencies(QWidget):
     follow = Signal(str)
     path_changed = Signal(object, str)
     critical_path_ready = Signal()
+    shown = Signal(str)  # an event's dependencies are on screen
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -73,7 +74,8 @@ class QtDependencies(QWidget):
         self.critical: CriticalPath | None = None
         self.chain: pd.DataFrame | None = None
         self.holding = False  # True while our own jump moves the timeline
-        self._latest = Latest()
+        self._latest = Latest()  # critical paths
+        self._events_latest = Latest()  # an event's flows and wait chain
 
         self.title = QLabel("Select an instruction or DMA transfer to see what it waited for.")
         self.title.setObjectName("dependencies-title")
@@ -156,6 +158,7 @@ class QtDependencies(QWidget):
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
         self.analysis = analysis
         self._latest.cancel()
+        self._events_latest.cancel()
         self.node = self.kernel_id = None
         self.critical = None
         self.chain = None
@@ -183,29 +186,40 @@ class QtDependencies(QWidget):
                 f"Kernel {html.escape(self._kernel_name(kernel))} #{kernel}: find the chain of waits that set its "
                 "end time." if kernel is not None else "Select a kernel or one of its instructions.")
         self.node = node
+        self.chain = None
         if level not in ("instruction", "dma"):
-            self.chain = None
             self._emit_path()
             return
         eid = int(ident)
         d = a.dependencies
-        ev = a.hierarchy.events.event(eid)
-        preds, succs = d.predecessors(eid), d.successors(eid)
-        self.chain = d.wait_chain(eid)
+        self.title.setText(f"Following the waits of {node}\u2026")
+
+        def work():  # the first query indexes the event tables: off the GUI thread
+            ev = a.hierarchy.events.event(eid)
+            return ev, d.predecessors(eid), d.successors(eid), d.wait_chain(eid), d._track_label(ev.track_id)
+
+        self._events_latest.submit(work, lambda ok, value, n=node: self._shown(n, ok, value))
+
+    def _shown(self, node: str, ok: bool, value) -> None:
+        if not ok:
+            self.title.setText(html.escape(str(value)))
+            return
+        ev, preds, succs, chain, track = value
+        self.chain = chain
         self.preds.set_frame(preds)
         self.succs.set_frame(succs)
-        self.steps.set_frame(self.chain)
+        self.steps.set_frame(chain)
         self.pred_label.setText(f"waits for ({len(preds)})")
         self.succ_label.setText(f"unblocks ({len(succs)})")
-        lead = self.chain.iloc[:-1]
+        lead = chain.iloc[:-1]
         waited = int(lead["dur_ns"].sum() + lead["slack_ns"].clip(lower=0).fillna(0).sum()) if len(lead) else 0
-        self.chain_label.setText(f"wait chain: {len(self.chain)} steps, oldest first (click: jump, double-click: follow)")
-        track = d._track_label(ev.track_id)
+        self.chain_label.setText(f"wait chain: {len(chain)} steps, oldest first (click: jump, double-click: follow)")
         self.title.setText(f"<b>{html.escape(ev.name)}</b> ({node}) on {html.escape(track)} at "
                            f"{format_ns(ev.start_ns)}, {format_ns(ev.dur_ns)}; the chain before it spans "
                            f"{format_ns(waited)}")
         self.tabs.setCurrentIndex(0)
         self._emit_path()
+        self.shown.emit(node)
 
     def _kernel_name(self, kernel_id: int | None) -> str:
         if kernel_id is None or self.analysis is None:

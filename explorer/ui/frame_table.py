@@ -169,6 +169,6 @@ def make_table(model: FrameTableModel, name: str, parent: QWidget | None = None,
     if sortable:
         view.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
         view.setSortingEnabled(True)
-    view.horizontalHeader().setResizeContentsPrecision(200)  # fit to the first rows, not all of them
+    view.horizontalHeader().setResizeContentsPrecision(50)  # fit to the first rows, not all of them
     model.modelReset.connect(view.resizeColumnsToContents)
     return view

@@ -46,6 +46,7 @@ BOUND_COLOURS = {
 LEVEL_COLOURS = {"model": QColor("#e6e6e6"), "layer": QColor("#d7dae0"), "op": QColor("#c8ccd4"),
                  "kernel": QColor("#98c379"), "instruction": QColor("#abb2bf")}
 FILTER_COLUMNS = ("name", "kind", "bound", "dtype", "level")
+_ROW_FLAGS = Qt.ItemIsEnabled | Qt.ItemIsSelectable
 
 
 def _nan(v: Any) -> bool:
@@ -57,7 +58,7 @@ def significant(v: float) -> str:
     return f"{v:,.0f}" if 1000 <= abs(v) < 1e6 else f"{v:.3g}"
 
 
-def format_cell(key: str, row: dict[str, Any], origin: int) -> str:
+def format_cell(key: str, row, origin: int) -> str:
     """The text of one cell: readable units, empty where the value does not apply."""
     if key == "where":
         return "" if row["chip"] < 0 else f"{row['chip']}.{row['core']}" if row["core"] >= 0 else f"{row['chip']}"
@@ -86,18 +87,33 @@ def format_cell(key: str, row: dict[str, Any], origin: int) -> str:
 
 
 class _Node:
-    __slots__ = ("key", "parent", "row", "values", "has_children", "frame", "positions", "children", "alive")
+    """One tree row. Its cells are read from its parent's child table (`cols`), not copied."""
 
-    def __init__(self, key: str, parent: _Node | None, row: int, values: dict[str, Any], has_children: bool) -> None:
+    __slots__ = ("key", "parent", "row", "has_children", "frame", "cols", "positions", "children", "alive")
+
+    def __init__(self, key: str, parent: _Node | None, row: int, has_children: bool) -> None:
         self.key = key
         self.parent = parent
-        self.row = row
-        self.values = values
+        self.row = row  # its row in the parent's frame (children are materialised in frame order)
         self.has_children = has_children
         self.frame: pd.DataFrame | None = None  # every child row (filtered, sorted); None until expanded
+        self.cols: dict[str, np.ndarray] | None = None  # the frame's columns, what children's cells read
         self.positions: dict[str, int] | None = None  # child key -> row in frame
         self.children: list[_Node] = []
         self.alive = True
+
+    def get(self, column: str, default: Any = None) -> Any:
+        p = self.parent
+        col = None if p is None or p.cols is None else p.cols.get(column)
+        return default if col is None else col[self.row]
+
+    def __getitem__(self, column: str) -> Any:
+        return self.get(column)
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """The row as plain Python values (ROW_COLUMNS)."""
+        return {c: (v.item() if hasattr(v, "item") else v) for c in ROW_COLUMNS for v in (self.get(c),)}
 
 
 class OperatorTreeModel(QAbstractItemModel):
@@ -107,7 +123,7 @@ class OperatorTreeModel(QAbstractItemModel):
         super().__init__(parent)
         self.h: Hierarchy | None = None
         self.origin = 0
-        self.root = _Node("", None, 0, {}, True)
+        self.root = _Node("", None, 0, True)
         self.sort_key: str | None = None
         self.ascending = True
         self.shown: set[str] | None = None  # filter: op/kernel nodes to show (None: all)
@@ -118,7 +134,7 @@ class OperatorTreeModel(QAbstractItemModel):
     def set_hierarchy(self, h: Hierarchy | None) -> None:
         self.beginResetModel()
         self.h = h
-        self.root = _Node("", None, 0, {}, h is not None)
+        self.root = _Node("", None, 0, h is not None)
         self.shown, self.matches = None, []
         self._kernel_events = {}
         if h is not None:
@@ -128,18 +144,11 @@ class OperatorTreeModel(QAbstractItemModel):
                                            (k["instruction_count"] + k["dma_count"]).tolist()))
         self.endResetModel()
 
-    def _has_children(self, row: dict[str, Any]) -> bool:
-        level = row["level"]
-        if level == "kernel":
-            return self._kernel_events.get(int(row["id"]), 0) > 0
-        if level == "instruction":
-            return False
-        return True
-
     def _child_frame(self, node: _Node) -> pd.DataFrame:
         frame = self.h.children(node.key)
-        if self.shown is not None and node.values.get("level") != "kernel":
-            frame = frame[frame["node"].isin(self.shown)]
+        if self.shown is not None and node.get("level") != "kernel":
+            shown = self.shown  # (a set lookup per child: children tables are small, Series.isin is not)
+            frame = frame[np.fromiter((k in shown for k in frame["node"].tolist()), bool, len(frame))]
         return self._sorted(frame)
 
     def _sorted(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -148,21 +157,28 @@ class OperatorTreeModel(QAbstractItemModel):
         by = ["chip", "core"] if self.sort_key == "where" else [self.sort_key]
         return frame.sort_values(by, ascending=self.ascending, kind="stable", na_position="last").reset_index(drop=True)
 
+    def _set_frame(self, node: _Node, frame: pd.DataFrame) -> None:
+        node.frame = frame
+        node.cols = {c: frame[c].to_numpy() for c in frame.columns}
+        node.positions = None
+
     def _ensure_frame(self, node: _Node) -> None:
         if node.frame is None:
-            node.frame = self._child_frame(node) if node.has_children else pd.DataFrame(columns=list(ROW_COLUMNS))
-            node.positions = None
+            self._set_frame(node, self._child_frame(node) if node.has_children else pd.DataFrame(columns=list(ROW_COLUMNS)))
 
     def _make_nodes(self, node: _Node, lo: int, hi: int, reuse: dict[str, _Node] | None = None) -> list[_Node]:
-        records = node.frame.iloc[lo:hi].to_dict("records")
+        cols = node.cols
+        keys, levels, ids = cols["node"][lo:hi].tolist(), cols["level"][lo:hi].tolist(), cols["id"][lo:hi].tolist()
+        events = self._kernel_events
         out = []
-        for i, rec in enumerate(records, start=lo):
-            old = reuse.get(rec["node"]) if reuse else None
+        for i, (key, level, ident) in enumerate(zip(keys, levels, ids), start=lo):
+            old = reuse.get(key) if reuse else None
             if old is not None:
                 old.row = i
                 out.append(old)
             else:
-                out.append(_Node(rec["node"], node, i, rec, self._has_children(rec)))
+                has = level != "instruction" and (level != "kernel" or events.get(int(ident), 0) > 0)
+                out.append(_Node(key, node, i, has))
         return out
 
     def _index_of(self, node: _Node, column: int = 0) -> QModelIndex:
@@ -228,7 +244,7 @@ class OperatorTreeModel(QAbstractItemModel):
             return None
         n: _Node = index.internalPointer()
         key = COLUMN_KEYS[index.column()]
-        row = n.values
+        row = n
         if role == Qt.DisplayRole:
             return format_cell(key, row, self.origin)
         if role == Qt.UserRole:
@@ -263,7 +279,7 @@ class OperatorTreeModel(QAbstractItemModel):
         return None
 
     def flags(self, index: QModelIndex) -> Qt.ItemFlags:
-        return Qt.ItemIsEnabled | Qt.ItemIsSelectable if index.isValid() else Qt.NoItemFlags
+        return _ROW_FLAGS if index.isValid() else Qt.NoItemFlags  # (called per row on every layout)
 
     # -- sorting -----------------------------------------------------------------------
     def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
@@ -290,8 +306,7 @@ class OperatorTreeModel(QAbstractItemModel):
             if count == len(node.frame):  # fully loaded before: stay so (up to a chunk) if rows appear
                 count = max(count, CHUNK)
             reuse = {c.key: c for c in node.children}
-            node.frame = new_frame(node)
-            node.positions = None
+            self._set_frame(node, new_frame(node))
             node.children = self._make_nodes(node, 0, min(count, len(node.frame)), reuse)
             kept = {id(c) for c in node.children}
             for c in reuse.values():
@@ -318,7 +333,7 @@ class OperatorTreeModel(QAbstractItemModel):
         text = text.strip().lower()
         if not text:
             self.shown, self.matches = None, []
-            self._relayout(lambda node: self._child_frame(node))
+            self._relayout(self._refiltered)
             return 0
         rows = self.h.rows()
         match = np.zeros(len(rows), bool)
@@ -342,8 +357,14 @@ class OperatorTreeModel(QAbstractItemModel):
         nodes = rows["node"].to_numpy()
         self.shown = set(nodes[up | down].tolist())
         self.matches = nodes[match].tolist()
-        self._relayout(lambda node: self._child_frame(node))
+        self._relayout(self._refiltered)
         return int(match.sum())
+
+    def _refiltered(self, node: _Node) -> pd.DataFrame:
+        """A node's child table under the new filter (a kernel's events are never filtered: keep them)."""
+        if node.get("level") == "kernel":
+            return node.frame
+        return self._child_frame(node)
 
     # -- finding a node ----------------------------------------------------------------
     def index_for(self, key: str) -> QModelIndex:

@@ -28,7 +28,7 @@ class QtRoofline(QWidget):
         super().__init__(parent)
         self.setObjectName("roofline")
         self.roofline: Roofline | None = None
-        self.plot = pg.PlotWidget(background="#1b1d23")
+        self.plot = pg.PlotWidget()  # (the theme sets pyqtgraph's default background and restyles plots)
         self.plot.setObjectName("roofline-plot")
         self.plot.setLogMode(x=True, y=True)
         self.plot.showGrid(x=True, y=True, alpha=0.25)

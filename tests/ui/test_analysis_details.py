@@ -78,8 +78,9 @@ def test_kernel_details_show_engine_time_mix_and_roofline(window, qtbot, trace_p
 def test_dependencies_of_an_instruction_jump_and_follow(window, qtbot):
     p = ready(window, qtbot)
     mm1 = window.loaded.index.find_id(1)  # MultiplyMoving [1000, 1800), waits for DMA 10000 [0, 1000)
-    click_event(window, mm1)
     deps = p.dependencies
+    with qtbot.waitSignal(deps.shown, timeout=20_000):  # flows and the chain come from the analysis worker
+        click_event(window, mm1)
     assert deps.node == "instruction:1"
     assert [r["node"] for r in deps.preds.records] == [f"dma:{DMA_ID0}"]
     assert deps.preds.record(0)["kind"] == "semaphore" and deps.preds.record(0)["slack_ns"] == 0
@@ -94,7 +95,8 @@ def test_dependencies_of_an_instruction_jump_and_follow(window, qtbot):
     assert window.timeline.viewport.t0 <= 0 and window.timeline.viewport.t1 >= 1000
     assert deps.node == "instruction:1" and p.operators.current_node() == f"dma:{DMA_ID0}"
     # a double-click follows it: the DMA becomes the subject, it unblocks instruction 1
-    table_click(deps.pred_view, 0, double=True)
+    with qtbot.waitSignal(deps.shown, timeout=20_000):
+        table_click(deps.pred_view, 0, double=True)
     assert deps.node == f"dma:{DMA_ID0}"
     assert [r["node"] for r in deps.succs.records] == ["instruction:1"]
 
