@@ -52,6 +52,8 @@ class QtRoofline(QWidget):
         self.caption.setText("")
         self.items = {}
         self.roofline = None
+        self.plot.setXRange(-1, 4, padding=0)  # 0.1 .. 10k FLOP/B and 0.1 .. 1000 TFLOPS until a kernel is shown
+        self.plot.setYRange(-1, 3, padding=0)
 
     def show_roofline(self, roof: Roofline | None, label: str = "kernel") -> None:
         self.clear()
