@@ -43,10 +43,8 @@ class ChipLayout:
     link: int
 
 
-def _collapse(track: np.ndarray, t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sort by (track, time), keep the last of samples at the same time, drop repeats of a value."""
-    order = np.lexsort((t, track))
-    track, t, v = track[order], t[order], v[order]
+def _collapse_sorted(track: np.ndarray, t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows sorted by (track, time): keep the last of samples at the same time, drop repeats of a value."""
     if len(t) > 1:
         keep = np.r_[(t[1:] != t[:-1]) | (track[1:] != track[:-1]), True]
         track, t, v = track[keep], t[keep], v[keep]
@@ -82,6 +80,7 @@ class MultiChipTables:
         self.end_ns = int(np.ceil(tl.end_ns))
         self._tracks()
         self._ops(class_programs)
+        self._orders: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.kernel_names = _Names()
         self.class_name_map = [np.array([self.kernel_names.code(n) for n in s.names] or [0], np.int64) for s in sims]
 
@@ -227,20 +226,44 @@ class MultiChipTables:
         np.minimum.at(self.op_start, op_ids, start)
         np.maximum.at(self.op_end, op_ids, end)
 
+    def _counter_order(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A class's per-core counter samples in (core, counter, time) order -- the order of their
+        track ids -- as (which counter, core, index into [kernel starts, kernel ends, throttle
+        samples]) plus values. Mapping onto a chip's timeline is monotonic, so the order holds for
+        every chip of the class."""
+        got = self._orders.get(k)
+        if got is not None:
+            return got
+        sim = self.sims[k]
+        kern = sim.kern
+        n = len(kern["core"])
+        nt = len(sim.thr["t"])
+        zeros = np.zeros(n)
+        counter, core, src, value, t = [], [], [], [], []
+        for c, col in ((0, "sbuf"), (1, "psum")):  # value at the kernel's start, 0 at its end (interleaved)
+            counter.append(np.full(2 * n, c))
+            core.append(np.repeat(kern["core"], 2))
+            src.append(np.stack([np.arange(n), n + np.arange(n)], axis=1).ravel())
+            value.append(np.stack([kern[col].astype(np.float64), zeros], axis=1).ravel())
+            t.append(np.stack([kern["start"], kern["end"]], axis=1).ravel())
+        counter.append(np.full(nt, 2))
+        core.append(sim.thr["core"].astype(np.int64))
+        src.append(2 * n + np.arange(nt))
+        value.append(sim.thr["v"])
+        t.append(sim.thr["t"])
+        counter, core, src, value, t = (np.concatenate(x) for x in (counter, core, src, value, t))
+        order = np.lexsort((t, counter, core))
+        got = self._orders[k] = (counter[order] * self.hw.cores_per_chip + core[order], src[order], value[order])
+        return got
+
     def _counters(self, w: TraceWriter, chip: int, sim: ChipSim, start: np.ndarray, end: np.ndarray) -> None:
         lay = self.layout[chip]
-        kern = sim.kern
-        core = kern["core"]
-        tracks, times, values = [], [], []
-        for col, ids in (("sbuf", lay.sbuf), ("psum", lay.psum)):
-            tracks.append(np.repeat(ids[core], 2))
-            times.append(np.stack([start, end], axis=1).ravel())
-            values.append(np.stack([kern[col].astype(np.float64), np.zeros(len(start))], axis=1).ravel())
+        slot, src, value = self._counter_order(int(self.class_of[chip]))
         th = sim.thr
-        if len(th["t"]):
-            tracks.append(lay.throttle[th["core"]])
-            times.append(np.rint(self._map(chip, sim, th["t"], th["seg"])).astype(np.int64))
-            values.append(th["v"])
+        thr_t = np.rint(self._map(chip, sim, th["t"], th["seg"])).astype(np.int64) if len(th["t"]) else np.zeros(0, np.int64)
+        t_all = np.concatenate([start, end, thr_t])
+        track_of_slot = np.concatenate([lay.sbuf, lay.psum, lay.throttle])
+        tracks, times, values = [track_of_slot[slot]], [t_all[src]], [value]
         end_ns = max(self.end_ns, 1)
         h = sim.hbm
         slice_max = float(h["width"].max() * self.tl.factor[chip].max()) if len(h["t"]) else 0.0
@@ -265,7 +288,8 @@ class MultiChipTables:
             tracks.append(np.full(len(grid) + 1, tid, np.int64))
             times.append(np.r_[np.rint(grid).astype(np.int64), end_ns])
             values.append(np.r_[v[:len(grid)], 0.0])
-        tr, t, v = _collapse(np.concatenate(tracks), np.concatenate(times).astype(np.int64), np.concatenate(values))
+        tr, t, v = _collapse_sorted(np.concatenate(tracks), np.concatenate(times).astype(np.int64),
+                                    np.concatenate(values))
         w.write("counters", {"track_id": tr.astype(np.int32), "time_ns": t, "value": v}, chip=chip)
 
     def _detail(self, w: TraceWriter, chip: int, sim: ChipSim, kid: np.ndarray, comms: list[CommRef]) -> None:

@@ -67,18 +67,27 @@ def _freeze(v: Any) -> Any:
 
 
 def chip_classes(plan: StepPlan) -> tuple[np.ndarray, list[int]]:
-    """Class of every chip (chips with identical programs share one) and a representative per class."""
+    """Class of every chip (chips with identical programs share one) and a representative per class.
+
+    Each distinct op (by value) and gap gets a small integer once, so comparing programs is
+    comparing tuples of integers (chips mostly share op objects: each is looked at once)."""
     keys: dict[tuple, int] = {}
+    interned: dict[Any, int] = {}
+    by_object: dict[int, int] = {}
     class_of = np.zeros(plan.chips, np.int64)
     reps: list[int] = []
     for chip, prog in enumerate(plan.programs):
         sig = []
         for it in prog:
             if isinstance(it, Compute):
-                o = it.op
-                sig.append((it.key, o.kind, o.name, o.dtype, o.layer, _freeze(o.params)))
+                code = by_object.get(id(it))
+                if code is None:
+                    o = it.op
+                    value = (it.key, o.kind, o.name, o.dtype, o.layer, _freeze(o.params))
+                    code = by_object[id(it)] = interned.setdefault(value, len(interned))
             else:
-                sig.append(round(it.gap, 3))
+                code = interned.setdefault(("gap", round(it.gap, 3)), len(interned))
+            sig.append(code)
         key = tuple(sig)
         k = keys.get(key)
         if k is None:

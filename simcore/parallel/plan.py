@@ -109,7 +109,7 @@ def _split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def _tag(op: Op, extra: str = "") -> Op:
+def _tag(op: Op) -> Op:
     """Chip-local matmuls may split their columns over fewer cores when too narrow for all."""
     return dataclasses.replace(op, params=dict(op.params, partial_n=True)) if op.kind == "matmul" else op
 
@@ -138,6 +138,9 @@ class Planner:
         self._coll_index: dict[tuple, int] = {}
         self._routing: dict[tuple, np.ndarray] = {}
         self.op_kinds: dict[tuple, str] = {}
+        self._op_cache: dict[tuple, list] = {}
+        self._plans: dict[tuple, CollectivePlan] = {}
+        self._compute_cache: dict[tuple, tuple] = {}
 
     # -- collectives ----------------------------------------------------------------------
     def _collective(self, key: tuple, kind: str, group: tuple[int, ...], nbytes: int,
@@ -147,10 +150,12 @@ class Planner:
         if idx is None:
             if kind == "all_to_all":
                 plan = all_to_all(self.topo, group, matrix)
-            elif kind == "send_recv":
-                plan = send_recv(self.topo, group[0], group[1], nbytes)
-            else:
-                plan = plan_collective(self.topo, kind, group, nbytes, self.algorithm)
+            else:  # a group issues the same few collectives layer after layer: plan each once
+                memo = (kind, group, nbytes)
+                plan = self._plans.get(memo)
+                if plan is None:
+                    plan = self._plans[memo] = (send_recv(self.topo, group[0], group[1], nbytes) if kind == "send_recv"
+                                                else plan_collective(self.topo, kind, group, nbytes, self.algorithm))
             idx = self._coll_index[ident] = len(self.collectives)
             self.collectives.append(Collective(idx, plan, key))
             self.op_kinds.setdefault(key, kind)
@@ -181,17 +186,21 @@ class Planner:
         tpg = par.tp_group(chip)
         rows = T // tp if self.sp else T
         act = T * h * ACT_BYTES
-        out: list = [Op("attention.input_norm", "rmsnorm", dict(rows=rows, cols=h), "bf16", L)]
+        norm1, res1, norm2, res2 = self._shared(("norms", L), lambda: [
+            Op("attention.input_norm", "rmsnorm", dict(rows=rows, cols=h), "bf16", L),
+            Op("attention.residual_add", "residual_add", dict(rows=rows, cols=h), "bf16", L),
+            Op("mlp.post_attention_norm", "rmsnorm", dict(rows=rows, cols=h), "bf16", L),
+            Op("mlp.residual_add", "residual_add", dict(rows=rows, cols=h), "bf16", L)])
+        out: list = [norm1]
         if tp > 1:
             out.append(_Comm("all_gather", "reduce_scatter", tpg, act, "attention.input", L) if self.sp
                        else _Comm(None, "all_reduce", tpg, act, "attention.qkv_proj", L))
-        out += [_tag(o, "") for o in _attention_ops(self.local, L, T, self.b_mb, self.q_len, self.kv_len, self.dtype,
-                                                   self.phase)]
+        out += self._shared(("attention", L), lambda: [_tag(o) for o in _attention_ops(
+            self.local, L, T, self.b_mb, self.q_len, self.kv_len, self.dtype, self.phase)])
         if tp > 1:
             out.append(_Comm("reduce_scatter", "all_gather", tpg, act, "attention.o_proj", L) if self.sp
                        else _Comm("all_reduce", None, tpg, act, "attention.o_proj", L))
-        out.append(Op("attention.residual_add", "residual_add", dict(rows=rows, cols=h), "bf16", L))
-        out.append(Op("mlp.post_attention_norm", "rmsnorm", dict(rows=rows, cols=h), "bf16", L))
+        out += [res1, norm2]
         moe = cfg.moe is not None and L >= cfg.moe.dense_layers
         if moe and par.ep > 1:
             out += self._moe_ep(chip, L, mb)
@@ -202,12 +211,20 @@ class Planner:
             if moe:
                 out += self._moe_local(chip, L, mb)
             else:
-                out += [_tag(o, "") for o in _mlp_ops(self.local, L, T, self.dtype, np.random.default_rng(0))]
+                out += self._shared(("mlp", L), lambda: [_tag(o) for o in _mlp_ops(self.local, L, T, self.dtype,
+                                                                                   np.random.default_rng(0))])
             if tp > 1:
                 out.append(_Comm("reduce_scatter", "all_gather", tpg, act, "mlp.down_proj", L) if self.sp
                            else _Comm("all_reduce", None, tpg, act, "mlp.down_proj", L))
-        out.append(Op("mlp.residual_add", "residual_add", dict(rows=rows, cols=h), "bf16", L))
+        out.append(res2)
         return out
+
+    def _shared(self, key: tuple, make) -> list:
+        """Ops every chip of the step runs alike, built once and shared (chips only read them)."""
+        got = self._op_cache.get(key)
+        if got is None:
+            got = self._op_cache[key] = make()
+        return got
 
     def _moe_ops(self, L: int, tokens: int, ms: list[int], width: int, shared_width: int) -> tuple[list, list, list]:
         """Router/top-k, routed experts (grouped), shared experts and combine for `tokens` tokens."""
@@ -236,11 +253,14 @@ class Planner:
         """Experts on every chip (ep = 1), their width split over the TP group."""
         par, e = self.par, self.cfg.moe
         s, d, _ = par.coords(chip)
-        counts = self._counts(L, mb, (par.chip(s, d, 0),), [self.T])[0]
-        ms = [int(c) for c in counts if c > 0]
-        head, routed, tail = self._moe_ops(L, self.T, ms, e.intermediate // par.tp,
-                                           e.intermediate * e.shared_experts // par.tp)
-        return head + routed + tail
+        def make() -> list:
+            counts = self._counts(L, mb, (par.chip(s, d, 0),), [self.T])[0]
+            ms = [int(c) for c in counts if c > 0]
+            head, routed, tail = self._moe_ops(L, self.T, ms, e.intermediate // par.tp,
+                                               e.intermediate * e.shared_experts // par.tp)
+            return head + routed + tail
+
+        return self._shared(("moe", L, mb, s, d), make)
 
     def _moe_ep(self, chip: int, L: int, mb: int) -> list:
         """Experts spread over the EP block: route, dispatch, grouped experts, combine."""
@@ -272,7 +292,8 @@ class Planner:
     # -- around the layers ----------------------------------------------------------------
     def _embedding(self, chip: int) -> list:
         par, h, T = self.par, self.cfg.hidden, self.T
-        out: list = [Op("embedding", "embedding", dict(rows=T, cols=h), "bf16", -1)]
+        out: list = list(self._shared(("embedding",), lambda: [Op("embedding", "embedding", dict(rows=T, cols=h),
+                                                                   "bf16", -1)]))
         if par.tp > 1:  # vocab-parallel: each rank gathers the rows of its vocabulary shard
             kind = "reduce_scatter" if self.sp else "all_reduce"
             out.append(_Comm(kind, None, par.tp_group(chip), T * h * ACT_BYTES, "embedding", -1))
@@ -324,12 +345,19 @@ class Planner:
         seq = reversed(entries) if backward else entries
         for e in seq:
             if isinstance(e, Op):
-                ops = _backward(e) if backward else [e]
-                for o in ops:
-                    o = _tag(o, "")
-                    key = self._key(o.name, o.layer, mb)
-                    self.op_kinds.setdefault(key, o.kind)
-                    items.append(Compute(o, key))
+                memo = (id(e), backward, mb)
+                computes = self._compute_cache.get(memo)
+                if computes is None:
+                    computes = []
+                    for o in (_backward(e) if backward else [e]):
+                        o = _tag(o)
+                        key = self._key(o.name, o.layer, mb)
+                        self.op_kinds.setdefault(key, o.kind)
+                        computes.append(Compute(o, key))
+                    self._compute_cache[memo] = (e, computes)  # keeps e alive: its id stays its own
+                else:
+                    computes = computes[1]
+                items += computes
                 continue
             kind = e.bwd if backward else e.fwd
             if kind is None:
