@@ -118,8 +118,9 @@ def _header(d: KernelDetails, origin: int) -> str:
     bound_html = f"<span style='color:{colour.name()}'><b>{html.escape(bound)}</b></span>" if colour else bound
     eff = r.efficiency_percent
     lines = [
-        f"<b>{html.escape(str(k['name']))}</b> kernel {k['kernel_id']} on chip {k['chip']} core {k['core']}, "
-        f"{html.escape(str(k['dtype']))}: {format_ns(k['dur_ns'])} from {format_ns(k['start_ns'] - origin)} \u2014 "
+        f"<b>{html.escape(str(k['name']))}</b> kernel {k['kernel_id']} on chip {k['chip']} core {k['core']}"
+        + (f", {html.escape(str(k['dtype']))}" if k.get("dtype") else "")
+        + f": {format_ns(k['dur_ns'])} from {format_ns(k['start_ns'] - origin)} \u2014 "
         f"{bound_html} bound",
         f"{_num(k['tflops'], lambda v: f'{v:.3g} TFLOPS')} achieved"
         + (f" of {r.peak_tflops:g} ({r.dtype} roof)" if r.peak_tflops else "")

@@ -92,3 +92,31 @@ def test_the_selection_column_follows_the_visible_range_and_the_area(qtbot):
     want = summarize(tl.index.trace, time_range=(int(area.t0), int(area.t1)), track_ids=area.track_ids)
     assert shown(panel, "selection") == expected(json.loads(json.dumps(want.metrics)))
     assert f"area of {len(area.track_ids)} rows" in panel.scope_label.text()
+
+
+def test_closing_the_trace_clears_the_panels_and_an_imported_trace_says_what_is_missing(window, qtbot, tmp_path):
+    from analysis_helpers import ready
+
+    p = ready(window, qtbot)
+    assert p.summary.value_text("kernel_count") == "2"
+    file_menu = window.menuBar().actions()[0].menu()
+    next(a for a in file_menu.actions() if a.text() == "&Close trace").trigger()
+    assert p.session.analysis is None and p.operators.model.rowCount() == 0
+    assert p.summary.value_text("kernel_count") == "" and p.recommendations.list.count() == 0
+    assert "Open a trace" in p.summary.headline.text()
+    # a PyTorch-profiler import has no Trainium hardware keys: MFU is n/a and the tooltip says why
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from interop.kineto_samples import write_ranks
+
+    from explorer.interop import import_kineto
+
+    out = tmp_path / "run.trnx"
+    import_kineto(write_ranks(tmp_path), out)
+    window.open_path(out)
+    qtbot.waitUntil(lambda: p.session.analysis is not None, timeout=30_000)
+    assert Path(p.session.analysis.trace.path).resolve() == out.resolve()
+    assert p.summary.value_text("mfu_estimated_percent") == "n/a"
+    assert "n/a: the trace's hardware lacks tensor.rows" in p.summary._items["mfu_estimated_percent"].toolTip(1)
+    p.session.go_to_node("kernel:0")
+    assert "the roofline has no roofs" in p.kernel_details.header.text()
+    assert p.kernel_details.roofline.point() is None
