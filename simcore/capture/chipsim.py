@@ -37,7 +37,7 @@ from simcore.workloads.ops import Op
 COLD = -1e300
 CACHE_ENTRIES = 4096
 CACHE_INSTRUCTIONS = 20_000_000
-HBM_SLICE_MIN_NS = 256.0
+HBM_SLICE_MIN_NS = 1000.0   # the finest HBM counter bin of a multi-chip trace (mctables.MIN_BIN_NS)
 THROTTLE_STEP = 5.0
 
 
@@ -134,7 +134,8 @@ def _coarsen(s: HbmServed, t0: float) -> tuple[np.ndarray, ...]:
     wr = np.concatenate([s.write, np.zeros(pad)]).reshape(-1, k).sum(axis=1)
     width = s.slice_ns * k
     t = s.t0 - t0 + np.arange(len(rd)) * width
-    return t, np.full(len(rd), width), rd, wr
+    busy = (rd > 0) | (wr > 0)  # idle slices add nothing to a counter bin
+    return t[busy], np.full(int(busy.sum()), width), rd[busy], wr[busy]
 
 
 def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: int, detail_cores: list[int],
@@ -258,7 +259,7 @@ def _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, 
         tv = np.concatenate([np.tile(v, len(c)) for c, _, v, _ in thr_rows])
         ts = np.concatenate([np.full(len(t) * len(c), sg, np.int32) for c, t, _, sg in thr_rows])
         o = np.lexsort((tt, tc))
-        thr = {"core": tc[o], "t": tt[o], "v": tv[o], "seg": ts[o]}
+        thr = {"core": tc[o], "t": tt[o], "v": tv[o].astype(np.float32), "seg": ts[o]}  # v: whole 5% steps
     else:
         thr = {"core": np.zeros(0, np.int32), "t": np.zeros(0), "v": np.zeros(0), "seg": np.zeros(0, np.int32)}
     if hbm_rows:

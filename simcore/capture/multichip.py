@@ -16,7 +16,7 @@ import numpy as np
 from simcore.capture.chipsim import ChipSim, simulate_program, simulate_task
 from simcore.capture.compose import compose
 from simcore.capture.mctables import MultiChipTables
-from simcore.capture.runner import Runner, default_runner
+from simcore.capture.runner import ProcessRunner, Runner, default_runner
 from simcore.parallel import CommRef, Compute, Parallelism, Planner, StepPlan, Straggler, compute_factors
 from simcore.topology import Topology
 from simcore.trace import TraceWriter
@@ -134,15 +134,19 @@ def capture_multichip(res, writer: TraceWriter, progress=None, cancel=None, runn
                                          step, cancel))
             base += work[k]
     else:
-        finished = [0]
-
-        def done(i: int) -> None:
-            finished[0] += work[i]
-            report(SIM * finished[0] / total, f"chip classes: {finished[0]}/{total} ops simulated")
-
         tasks = [(hw.data, it, res.compute_cores, res.detail_cores if k in detail_classes else [])
                  for k, it in enumerate(items)]
-        sims = runner.map(simulate_task, tasks, done)
+        first: list[ChipSim] = []
+        if isinstance(runner, ProcessRunner):  # the first class here: it fills the caches forked workers inherit
+            first = [simulate_task(tasks[0])]
+            tasks = tasks[1:]
+        finished = [work[0] if first else 0]
+
+        def done(i: int) -> None:
+            finished[0] += work[i + len(first)]
+            report(SIM * finished[0] / total, f"chip classes: {finished[0]}/{total} ops simulated")
+
+        sims = first + runner.map(simulate_task, tasks, done)
     report(SIM, "composing the chips' timelines")
     seg_dur = [sims[class_of[c]].seg_end - sims[class_of[c]].seg_start for c in range(plan.chips)]
     n_seg = max(len(s) for s in seg_dur)

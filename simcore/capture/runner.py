@@ -9,7 +9,9 @@ that function over the tasks and returns the results in task order:
         def map(self, fn, tasks, done=None) -> list: ...   # done(i) after task i finishes
 
 `InlineRunner` runs them here (with per-op progress and cancel); `ProcessRunner` uses
-the machine's cores (a `forkserver` pool, safe to start from a GUI thread). To run chips
+the machine's cores: forked workers that inherit the caches of the chip class simulated
+first when the caller is single-threaded (the CLI), a `forkserver` pool otherwise (safe to
+start from a GUI thread). To run chips
 on a cluster, pass any object with that `map` -- e.g. over Dask
 `client.map(fn, tasks)` / `client.gather`, or Ray `ray.remote(fn)` -- as
 `simcore.capture(..., runner=...)` (docs/simulator.md, "Running chips elsewhere").
@@ -19,8 +21,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 AUTO_MIN_OPS = 6000   # below this much simulation, starting worker processes costs more than it saves
@@ -43,6 +48,23 @@ class InlineRunner:
         return out
 
 
+@contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Workers only need simcore. Without this, each one re-imports the caller's __main__ script
+    (multiprocessing's spawn preparation): it fails for a script read from stdin and re-runs any
+    top-level code of an unguarded one. Processes start while tasks are submitted, inside this."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    hide = main is not None and path is not None and getattr(main, "__spec__", None) is None
+    if hide:
+        del main.__file__
+    try:
+        yield
+    finally:
+        if hide:
+            main.__file__ = path
+
+
 class ProcessRunner:
     """Run tasks on local worker processes; `cancel` (anything with is_set()) stops waiting."""
 
@@ -53,11 +75,17 @@ class ProcessRunner:
     def map(self, fn, tasks, done=None) -> list:
         from simcore.capture.engine import CaptureCancelled
 
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["simcore.capture.chipsim"])
+        if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+            # a single-threaded caller (the CLI): forked workers inherit the lowering and window
+            # caches the first chip class filled, so they only simulate what differs
+            ctx = multiprocessing.get_context("fork")
+        else:  # threads (a GUI) make fork unsafe: fresh workers from a forkserver
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["simcore.capture.chipsim"])
         pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)) or 1, mp_context=ctx)
         try:
-            futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
+            with _main_not_reimported():
+                futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
             results: list = [None] * len(tasks)
             pending = set(futures)
             while pending:
@@ -74,10 +102,20 @@ class ProcessRunner:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
+def idle_cores() -> int:
+    """Cores nobody else is using right now (this process counts as one of the busy ones)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        busy_elsewhere = max(0.0, os.getloadavg()[0] - 1.0)
+    except OSError:
+        busy_elsewhere = 0.0
+    return max(1, min(cpus, int(round(cpus - busy_elsewhere))))
+
+
 def default_runner(workers: int | None, n_tasks: int, work: int, cancel: Any = None) -> Runner | None:
-    """None (simulate inline with per-op progress) or a process pool, for `--workers` (None: auto)."""
-    cpus = os.cpu_count() or 1
+    """None (simulate inline with per-op progress) or a process pool, for `--workers` (None: auto:
+    the idle cores, when there are several chip classes and enough work to pay for the processes)."""
     if workers is None:
-        workers = min(cpus, n_tasks) if (cpus > 1 and n_tasks > 1 and work >= AUTO_MIN_OPS) else 1
-    workers = min(workers, n_tasks)
+        workers = idle_cores() if (n_tasks > 2 and work >= AUTO_MIN_OPS) else 1
+    workers = min(workers, max(1, n_tasks - 1))
     return ProcessRunner(workers, cancel) if workers > 1 else None
