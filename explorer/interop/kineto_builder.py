@@ -180,10 +180,12 @@ class Builder:
         })
         comm = np.flatnonzero(ev.name_is_comm[names])
         for j, i in zip(comm.tolist(), order[comm].tolist()):
-            args = args_dict(k.args.get(i) or {})
-            if "Collective name" not in args and k.ext[i] >= 0:
-                args = {**args_dict(ev.comm_args.get(int(k.ext[i]), {})), **args}
-            self.comm.append(KC.CommKernel(rank, int(start[i]), int(start[i] + dur[i]), ev.names[names[j]], args, int(op[i])))
+            args = k.args.get(i)
+            if (args is None or "Collective name" not in args) and int(k.ext[i]) in ev.comm_args:
+                # older PyTorch: the collective's arguments are on its record_param_comms op
+                args = {**args_dict(ev.comm_args[int(k.ext[i])]), **args_dict(args or {})}
+            self.comm.append(KC.CommKernel(rank, int(start[i]), int(start[i] + dur[i]), ev.names[names[j]],
+                                           {} if args is None else args, int(op[i])))
         if len(comm) and rank not in self.comm_track:
             self.comm_track[rank] = self.track(rank, -1, "cc", "NCCL")
         self.kernel_base += n

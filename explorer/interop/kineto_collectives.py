@@ -82,7 +82,7 @@ def _ranks_text(value: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in _INTS.findall(value)[:1 << 16]) or None
 
 
-def message_bytes(args: dict[str, Any]) -> int:
+def message_bytes(args: Any) -> int:
     """Per-rank message size S: the larger of input and output element counts x element size."""
     n = max(_int(args.get("In msg nelems"), 0), _int(args.get("Out msg nelems"), 0))
     size = DTYPE_BYTES.get(str(args.get("dtype", "")).lower().replace("torch.", ""), 0)
@@ -91,20 +91,41 @@ def message_bytes(args: dict[str, Any]) -> int:
 
 @dataclass
 class CommKernel:
-    """One rank's NCCL kernel, with whatever the profiler recorded about it."""
+    """One rank's NCCL kernel, with whatever the profiler recorded about it (`args`: a
+    dict, or anything with the same `get`)."""
 
     rank: int
     start_ns: int
     end_ns: int
     name: str
-    args: dict[str, Any]
+    args: Any
     op_id: int = -1
 
 
+_ARG_KEYS = ("Process Group Ranks", "Process Group Name", "Collective name", "Group size", "In msg nelems",
+             "Out msg nelems", "dtype")
+
+
+def _describe(a: Any, name: str, rank: int) -> tuple[Any, str, int, int, str, int]:
+    """What one rank's kernel says about its collective: (process group key, kind, group
+    size or 0, rank in the group, algorithm, message bytes)."""
+    ranks = _ranks(a.get("Process Group Ranks"))
+    pg = a.get("Process Group Name")
+    pg_key = str(pg) if pg is not None else (ranks if ranks is not None else "world")
+    size = _int(a.get("Group size"), 0)
+    return (pg_key, collective_kind(str(a.get("Collective name") or name)),
+            size if 0 < size < 1 << 31 else (len(ranks) if ranks else 0),
+            ranks.index(rank) if ranks and rank in ranks else rank, algorithm_of(name), message_bytes(a))
+
+
 def match(kernels: list[CommKernel]) -> dict[str, np.ndarray]:
-    """Group comm kernels of all ranks into collectives; per-rank arrive/start/end/wait."""
+    """Group comm kernels of all ranks into collectives; per-rank arrive/start/end/wait.
+
+    Kernels of a training loop repeat the same few argument sets: each distinct set (per
+    rank) is described once."""
     groups: dict[tuple[Any, ...], int] = {}
     seq: dict[tuple[int, Any], int] = {}
+    described: dict[tuple[Any, ...], tuple[Any, str, int, int, str, int]] = {}
     coll = np.empty(len(kernels), dtype=np.int64)
     order = sorted(range(len(kernels)), key=lambda i: (kernels[i].rank, kernels[i].start_ns))
     group_size = np.empty(len(kernels), dtype=np.int32)
@@ -115,10 +136,15 @@ def match(kernels: list[CommKernel]) -> dict[str, np.ndarray]:
     for i in order:
         k = kernels[i]
         a = k.args
-        ranks = _ranks(a.get("Process Group Ranks"))
-        pg = a.get("Process Group Name")
-        pg_key = str(pg) if pg is not None else (ranks if ranks is not None else "world")
-        kind = collective_kind(str(a.get("Collective name") or k.name))
+        sig = (k.rank, k.name, *[a.get(key) for key in _ARG_KEYS])
+        try:
+            d = described.get(sig)
+        except TypeError:  # an unhashable value (a list of ranks): describe it every time
+            d = _describe(a, k.name, k.rank)
+        else:
+            if d is None:
+                d = described[sig] = _describe(a, k.name, k.rank)
+        pg_key, kinds[i], group_size[i], rank_in_group[i], algos[i], nbytes[i] = d
         stream_key = (k.rank, pg_key)
         n = seq.get(stream_key, 0)
         seq[stream_key] = n + 1
@@ -127,12 +153,6 @@ def match(kernels: list[CommKernel]) -> dict[str, np.ndarray]:
         if cid is None:
             cid = groups[key] = len(groups)
         coll[i] = cid
-        size = _int(a.get("Group size"), 0)
-        group_size[i] = size if size > 0 else (len(ranks) if ranks else 0)
-        rank_in_group[i] = ranks.index(k.rank) if ranks and k.rank in ranks else k.rank
-        kinds[i] = kind
-        algos[i] = algorithm_of(k.name)
-        nbytes[i] = message_bytes(a)
     arrive = np.array([k.start_ns for k in kernels], dtype=np.int64)
     end = np.array([k.end_ns for k in kernels], dtype=np.int64)
     chip = np.array([k.rank for k in kernels], dtype=np.int32)

@@ -35,6 +35,7 @@ from explorer.interop.kineto_scanned import read_scanned
 __all__ = ["MEMORY_COUNTER", "ImportReport", "import_kineto", "nesting_parents", "_nesting_parents_loop", "rank_of"]
 _RANK_IN_NAME = re.compile(r"rank[\s_\-.]*(\d+)", re.I)
 SOURCE = "kineto"
+PARALLEL_MIN_BYTES = 256 << 20  # below this much JSON, rank files are read one by one
 
 
 @dataclass
@@ -105,12 +106,13 @@ def import_kineto(
     """Import Kineto trace files (one per rank) into the trace directory `out`.
 
     `workers` > 1 reads rank files in that many processes when the caller is single
-    threaded (the CLI passes the core count); otherwise files are read one by one.
+    threaded (the CLI passes the core count) and the input holds at least
+    PARALLEL_MIN_BYTES of JSON; otherwise files are read one by one.
     """
     if not paths:
         raise UserError("name at least one Kineto trace file to import.")
-    # Parsing allocates millions of objects that all live until the end: the cyclic
-    # collector would re-walk them over and over (a third of the run) for nothing.
+    # The tolerant parsers allocate millions of objects that all live until the end: the
+    # cyclic collector would re-walk them over and over (a third of the run) for nothing.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -134,10 +136,25 @@ def _read_rank(path: str | os.PathLike[str], include_python: bool) -> tuple[Kine
     return f, ev
 
 
-def _can_fork(n_files: int, workers: int) -> bool:
-    """Parallel reading forks: only from a single-threaded process (the CLI), never under a GUI."""
-    return (n_files > 1 and workers > 1 and (os.cpu_count() or 1) > 1
-            and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods())
+def _input_bytes(paths: Sequence[str | os.PathLike[str]]) -> int:
+    """About how much JSON the files hold (a gzipped file counted 8x its size)."""
+    total = 0
+    for p in paths:
+        try:
+            size = os.stat(p).st_size
+        except OSError:
+            continue  # reading it will say what is wrong
+        total += size * 8 if str(p).endswith(".gz") else size
+    return total
+
+
+def _can_fork(paths: Sequence[str | os.PathLike[str]], workers: int) -> bool:
+    """Parallel reading forks: only from a single-threaded process (the CLI), never under a
+    GUI, and only for input big enough that a second core saves more than starting worker
+    processes and copying their columns back costs (docs/PERFORMANCE.md)."""
+    return (len(paths) > 1 and workers > 1 and (os.cpu_count() or 1) > 1
+            and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
+            and _input_bytes(paths) >= PARALLEL_MIN_BYTES)
 
 
 def _read_parallel(paths: Sequence[str | os.PathLike[str]], include_python: bool,
@@ -159,7 +176,7 @@ def _read_parallel(paths: Sequence[str | os.PathLike[str]], include_python: bool
 
 def _import(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], include_python: bool,
             overwrite: bool, progress: Callable[[str], None] | None, workers: int) -> ImportReport:
-    read = _read_parallel(paths, include_python, workers) if _can_fork(len(paths), workers) else None
+    read = _read_parallel(paths, include_python, workers) if _can_fork(paths, workers) else None
     if read is None:
         read = []
         for p in paths:

@@ -120,6 +120,16 @@ def _id_component(buf: np.ndarray, data: bytes, kind: np.ndarray, val: np.ndarra
     return is_str, out
 
 
+def _factor(is_str: np.ndarray, val: np.ndarray, text: list[str]) -> tuple[np.ndarray, list[Any]]:
+    """Dense codes of one id column (ints and strings apart) and the value of each code."""
+    code = np.empty(len(val), dtype=np.int64)
+    ints, int_code = np.unique(val[~is_str], return_inverse=True)
+    strs, str_code = np.unique(val[is_str], return_inverse=True)
+    code[~is_str] = int_code
+    code[is_str] = len(ints) + str_code
+    return code, [int(v) for v in ints.tolist()] + [text[v] for v in strs.tolist()]
+
+
 def _rank_events(data: bytes, ints: np.ndarray, floats: np.ndarray, total: int, include_python: bool) -> RankEvents:
     out = RankEvents(total=total)
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -176,13 +186,12 @@ def _rank_events(data: bytes, ints: np.ndarray, floats: np.ndarray, total: int, 
     strings: dict[str, int] = {}
     a_str, a_val = _id_component(buf, data, ka, va, rows[:, S.PID_E], strings)
     b_str, b_val = _id_component(buf, data, kb, vb, rows[:, S.TID_E], strings)
-    keys = np.stack([a_str, a_val, b_str, b_val], axis=1).astype(np.int64)
     text = list(strings)
-    if n:
-        distinct, place = np.unique(keys, axis=0, return_inverse=True)
-        out.places = [(text[a] if sa else int(a), text[b] if sb else int(b)) for sa, a, sb, b in distinct.tolist()]
-    else:
-        place = np.zeros(0, dtype=np.int64)
+    a_code, a_values = _factor(a_str, a_val, text)
+    b_code, b_values = _factor(b_str, b_val, text)
+    pairs, place = np.unique(a_code * len(b_values) + b_code, return_inverse=True)
+    out.places = [(a_values[p // len(b_values)], b_values[p % len(b_values)]) for p in pairs.tolist()]
+    place = place.astype(np.int64)
 
     has_ext = rows[:, S.EXT_K] == 1
     ext = np.full(n, -1, dtype=np.int64)

@@ -168,10 +168,20 @@ def test_existing_output_needs_overwrite(two_ranks: Path, tmp_path: Path) -> Non
     open_trace(two_ranks)
 
 
-def test_parallel_reading_gives_the_same_trace(tmp_path: Path) -> None:
+def test_parallel_reading_gives_the_same_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from explorer.interop import kineto_import as KI
+
     paths = write_ranks(tmp_path)
+    assert not KI._can_fork(paths, 2)  # small input: read one by one, whatever -j says
+    monkeypatch.setattr(KI, "PARALLEL_MIN_BYTES", 0)
+    if not KI._can_fork(paths, 2):
+        pytest.skip("this process cannot fork workers (other threads are running)")
+    used = []
+    real = KI._read_parallel
+    monkeypatch.setattr(KI, "_read_parallel", lambda *a: used.append(a) or real(*a))
     import_kineto(paths, tmp_path / "seq.trnx")
     import_kineto(paths, tmp_path / "par.trnx", workers=2)
+    assert len(used) == 1
     a, b = open_trace(tmp_path / "seq.trnx"), open_trace(tmp_path / "par.trnx")
     for name in ("tracks", "kernels", "instructions", "dma", "collectives", "ops"):
         assert a.to_pandas(name).equals(b.to_pandas(name)), name
