@@ -145,8 +145,7 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
 
     n_cores = hw.cores_per_chip
     thr = throttle_of(hw)
-    key_hw = hw.name + repr(sorted(hw.data.items()))
-    cache = _CACHES.setdefault(key_hw, _WindowCache())
+    cache = _CACHES.setdefault(_cache_key(hw), _WindowCache())
     detail = set(detail_cores)
     t = 0.0
     busy = np.full(n_cores, COLD)
@@ -269,6 +268,27 @@ def _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, 
         hbm["seg"] = np.zeros(0, np.int32)
     return ChipSim(np.array(seg_start), np.array(seg_end), np.array(op_seg, np.int32),
                    np.array(op_span, np.float64).reshape(-1, 2), list(names), kern, thr, hbm, det)
+
+
+def _cache_key(hw: Hardware) -> str:
+    return hw.name + repr(sorted(hw.data.items()))
+
+
+def export_windows(hw: Hardware) -> tuple[str, list[tuple]]:
+    """The windows this process has simulated for `hw` (without instruction detail): what a
+    worker process needs to skip the windows every chip shares."""
+    key = _cache_key(hw)
+    cache = _CACHES.get(key)
+    if cache is None:
+        return key, []
+    return key, [(k, v) for k, v in cache.entries.items() if v[0] is None]
+
+
+def seed_windows(key: str, entries: list[tuple]) -> None:
+    """Worker initializer: start with another process's windows (results are a function of the key)."""
+    cache = _CACHES.setdefault(key, _WindowCache())
+    for k, v in entries:
+        cache.put(k, v, v[-1])
 
 
 def simulate_task(task: tuple) -> ChipSim:

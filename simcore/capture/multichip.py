@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from simcore.capture.chipsim import ChipSim, simulate_program, simulate_task
+from simcore.capture.chipsim import ChipSim, export_windows, seed_windows, simulate_program, simulate_task
 from simcore.capture.compose import compose
 from simcore.capture.mctables import MultiChipTables
 from simcore.capture.runner import ProcessRunner, Runner, default_runner
@@ -137,9 +137,11 @@ def capture_multichip(res, writer: TraceWriter, progress=None, cancel=None, runn
         tasks = [(hw.data, it, res.compute_cores, res.detail_cores if k in detail_classes else [])
                  for k, it in enumerate(items)]
         first: list[ChipSim] = []
-        if isinstance(runner, ProcessRunner):  # the first class here: it fills the caches forked workers inherit
+        if isinstance(runner, ProcessRunner):  # the first class here; its windows seed every worker's cache
             first = [simulate_task(tasks[0])]
             tasks = tasks[1:]
+            report(SIM * work[0] / total, f"chip class 1/{len(items)} simulated; starting workers")
+            runner.initializer, runner.initargs = seed_windows, export_windows(hw)
         finished = [work[0] if first else 0]
 
         def done(i: int) -> None:

@@ -9,9 +9,8 @@ that function over the tasks and returns the results in task order:
         def map(self, fn, tasks, done=None) -> list: ...   # done(i) after task i finishes
 
 `InlineRunner` runs them here (with per-op progress and cancel); `ProcessRunner` uses
-the machine's cores: forked workers that inherit the caches of the chip class simulated
-first when the caller is single-threaded (the CLI), a `forkserver` pool otherwise (safe to
-start from a GUI thread). To run chips
+the machine's cores (a `forkserver` pool, safe to start from a GUI thread; each worker's
+window cache is seeded with the first chip class's windows, simulated here first). To run chips
 on a cluster, pass any object with that `map` -- e.g. over Dask
 `client.map(fn, tasks)` / `client.gather`, or Ray `ray.remote(fn)` -- as
 `simcore.capture(..., runner=...)` (docs/simulator.md, "Running chips elsewhere").
@@ -22,7 +21,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -68,21 +66,21 @@ def _main_not_reimported() -> Iterator[None]:
 class ProcessRunner:
     """Run tasks on local worker processes; `cancel` (anything with is_set()) stops waiting."""
 
-    def __init__(self, workers: int, cancel: Any = None) -> None:
+    def __init__(self, workers: int, cancel: Any = None, initializer: Callable | None = None,
+                 initargs: tuple = ()) -> None:
         self.workers = max(1, int(workers))
         self.cancel = cancel
+        self.initializer, self.initargs = initializer, initargs  # run once in each worker (e.g. seed its caches)
 
     def map(self, fn, tasks, done=None) -> list:
         from simcore.capture.engine import CaptureCancelled
 
-        if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
-            # a single-threaded caller (the CLI): forked workers inherit the lowering and window
-            # caches the first chip class filled, so they only simulate what differs
-            ctx = multiprocessing.get_context("fork")
-        else:  # threads (a GUI) make fork unsafe: fresh workers from a forkserver
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["simcore.capture.chipsim"])
-        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)) or 1, mp_context=ctx)
+        # fork is unsafe in a process with threads (numpy's BLAS pool starts some at import, a GUI
+        # has its own): workers come from a forkserver that has imported the simulator
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["simcore.capture.chipsim"])
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)) or 1, mp_context=ctx,
+                                   initializer=self.initializer, initargs=self.initargs)
         try:
             with _main_not_reimported():
                 futures = {pool.submit(fn, t): i for i, t in enumerate(tasks)}
