@@ -316,3 +316,49 @@ def test_closing_the_dialog_while_running_cancels(qtbot, tmp_path):
     dialog.close()  # the window's close button: cancel, then close once the worker stopped
     qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=60_000)
     assert not dialog.running and not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_preset_file_and_op_graph_file_through_the_file_pickers(qtbot, empty_window, tmp_path, monkeypatch):
+    preset = tmp_path / "trn3-2xhbm.toml"
+    preset.write_text('base = "trn3"\nname = "trn3-2xhbm"\n[hbm]\nbandwidth_gbps = 9800.0\n')
+    graph = tmp_path / "block.json"
+    graph.write_text(json.dumps({"name": "my-block", "dtype": "bf16", "layers": [{"name": "block", "ops": [
+        {"name": "qkv", "kind": "matmul", "m": 512, "k": 1024, "n": 1536},
+        {"name": "norm", "kind": "rmsnorm", "rows": 512, "cols": 1024}]}]}))
+    picks = iter([str(preset), str(graph)])
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getOpenFileName", lambda *a, **k: (next(picks), ""))
+    w = empty_window
+    dialog = open_capture_dialog(qtbot, w)
+    dialog.show_error_dialogs = False
+    dialog.hardware.setFocus()
+    QTest.keyClick(dialog.hardware, Qt.Key_P)              # "Preset .toml file...": opens the (patched) file picker
+    assert dialog._current(dialog.hardware) == str(preset)
+    dialog.workload.setFocus()
+    QTest.keyClick(dialog.workload, Qt.Key_O)              # "Op-graph .json file..."
+    assert dialog._current(dialog.workload) == str(graph)
+    assert dialog.workload_kind() == "file" and not dialog.phase.isEnabled() and dialog.layers.isEnabled()
+    out = tmp_path / "whatif.trnx"
+    type_into(dialog.output, str(out))
+    settle(qtbot, dialog)
+    assert dialog.run_button.isEnabled(), dialog.error_label.text()
+    QTest.mouseClick(dialog.run_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=60_000)
+    meta = meta_of(out)
+    assert meta["hardware"]["name"] == "trn3-2xhbm" and meta["hardware"]["source_file"] == str(preset)
+    assert meta["workload"]["name"] == "my-block"
+    # re-run finds both files again
+    dialog = open_capture_dialog(qtbot, w, Qt.ControlModifier | Qt.ShiftModifier, Qt.Key_R)
+    assert dialog._current(dialog.hardware) == str(preset) and dialog._current(dialog.workload) == str(graph)
+
+
+def test_cancelling_the_file_picker_keeps_the_previous_choice(qtbot, tmp_path, monkeypatch):
+    from explorer.ui.capture_dialog import CaptureDialog
+
+    monkeypatch.setattr("PySide6.QtWidgets.QFileDialog.getOpenFileName", lambda *a, **k: ("", ""))
+    dialog = CaptureDialog(directory=tmp_path)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.hardware.setFocus()
+    QTest.keyClick(dialog.hardware, Qt.Key_P)
+    assert dialog._current(dialog.hardware) == "trn3"
+    assert dialog.validate()
