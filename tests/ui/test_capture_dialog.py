@@ -362,3 +362,26 @@ def test_cancelling_the_file_picker_keeps_the_previous_choice(qtbot, tmp_path, m
     QTest.keyClick(dialog.hardware, Qt.Key_P)
     assert dialog._current(dialog.hardware) == "trn3"
     assert dialog.validate()
+
+
+def test_a_failure_during_the_run_shows_one_sentence_and_the_dialog_stays_usable(qtbot, tmp_path, monkeypatch):
+    from explorer.ui.capture_dialog import CaptureDialog
+
+    out = tmp_path / "full-disk.trnx"
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(out))
+
+    monkeypatch.setattr(sc, "capture", disk_full)
+    shown = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda parent, title, text, *a: shown.append((title, text)))
+    dialog = CaptureDialog(directory=tmp_path, initial={"workload": "gemm", "shape": "256,256,256", "output": str(out)})
+    qtbot.addWidget(dialog)
+    dialog.show()
+    QTest.mouseClick(dialog.run_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not dialog.running, timeout=30_000)
+    sentence = f"cannot write {out}: No space left on device."
+    assert shown == [("Capture failed", sentence)]
+    assert dialog.error_label.text() == sentence and dialog.isVisible()
+    assert dialog.form.isEnabled() and dialog.cancel_button.text() == "Close"
+    assert not out.exists()
