@@ -17,6 +17,8 @@ bench/synth_trace.py (cached like bench/frame_time.py's). Per run, in a fresh wi
 Baseline, same run, same process: the model calls `trnx summary --json` makes
 (`summarize`, `summarize_per_chip`, `recommend`) with nothing else; the ratio is how
 much the GUI adds to the numbers themselves. Median over --repeat runs (best in brackets).
+Also the process's peak RSS after the first window (trace index, analyses and their
+temporaries), against the trace's size on disk.
 """
 
 from __future__ import annotations
@@ -159,12 +161,18 @@ def main() -> None:
             t = time.perf_counter()
             write_synthetic_trace(trace, a.instructions)
             print(f"generated {trace} in {time.perf_counter() - t:.1f} s", flush=True)
+    import resource
+
     runs, bases = [], []
+    peak_mib = 0.0
     for i in range(a.repeat):
-        bases.append(baseline(trace))
         runs.append(one_run(trace))
-        print(f"run {i + 1}: baseline {bases[-1]:.2f} s, " + ", ".join(f"{k} {v:.3g}" for k, v in runs[-1].items()),
-              flush=True)
+        if i == 0:  # the whole process so far: one window, its index and its analyses
+            peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"run {i + 1}: " + ", ".join(f"{k} {v:.3g}" for k, v in runs[-1].items()), flush=True)
+    for i in range(a.repeat):  # after the windows, so the baseline's memory does not count in the peak above
+        bases.append(baseline(trace))
+        print(f"baseline {i + 1}: {bases[-1]:.2f} s", flush=True)
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     best = {k: min(r[k] for r in runs) for k in runs[0]}
     b = statistics.median(bases)
@@ -180,6 +188,9 @@ def main() -> None:
           f"filter {med['filter_ms']:.0f} ms")
     print(f"selection column after a zoom (incl. 300 ms debounce): {med['selection_summary_s']:.2f} s "
           f"({best['selection_summary_s']:.2f})")
+    size = sum(f.stat().st_size for f in trace.rglob("*") if f.is_file()) / 2**20
+    print(f"peak RSS of the process after the first window: {peak_mib:.0f} MiB ({peak_mib / size:.1f}x the trace's "
+          f"{size:.0f} MiB on disk)")
 
 
 if __name__ == "__main__":

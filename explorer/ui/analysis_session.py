@@ -26,7 +26,7 @@ from explorer.model.dependencies import Dependencies
 from explorer.model.hierarchy import Hierarchy
 from explorer.model.recommendations import Link, Recommendation, recommend
 from explorer.model.selection import AreaSelection
-from explorer.model.summary import Summary, summarize, summarize_per_chip
+from explorer.model.summary import Summary, summarize_trace_and_chips
 from explorer.model.trace_index import EventRef, TraceIndex
 from simcore.errors import UserError
 
@@ -52,8 +52,7 @@ class TraceAnalysis:
     def compute(cls, index: TraceIndex) -> TraceAnalysis:
         """All of it, the same calls `trnx summary --json` makes (run it off the GUI thread)."""
         trace = index.trace
-        summary = summarize(trace)
-        per_chip = summarize_per_chip(trace)
+        summary, per_chip = summarize_trace_and_chips(trace)  # = summarize(trace), summarize_per_chip(trace)
         h = Hierarchy(trace)
         h.children("")  # the tree's top level and its child index
         _ = h.events  # id -> row, for timeline -> tree

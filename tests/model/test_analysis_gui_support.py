@@ -55,3 +55,16 @@ def test_column_docs_cover_the_operator_tables_metric_columns_and_match_the_docs
                          ("arithmetic_intensity", "flops / hbm_bytes")):
         assert formula in COLUMN_DOCS[key] and formula in docs
     assert np.all([doc.endswith(".") for doc in COLUMN_DOCS.values()])
+
+
+def test_summarize_trace_and_chips_is_summarize_and_summarize_per_chip(tmp_path):
+    import analysis_traces as at
+
+    from explorer.model.summary import summarize, summarize_per_chip, summarize_trace_and_chips
+
+    trace = open_trace(at.write(tmp_path / "basic.trnx"))  # 2 chips, a kernel-only core, throttling
+    whole, per_chip = summarize_trace_and_chips(trace)
+    assert whole.to_dict() == summarize(trace).to_dict()
+    want = summarize_per_chip(trace)
+    assert set(per_chip) == set(want) == {0, 1}
+    assert all(per_chip[c].to_dict() == want[c].to_dict() for c in want)
