@@ -172,12 +172,7 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
         if cancel is not None and cancel.is_set():
             raise CaptureCancelled("capture cancelled; nothing was written.")
         op: Op = value
-        specs = shard(op, compute_cores) + [None] * (n_cores - compute_cores)
-        groups: dict[KernelSpec, list[int]] = {}
-        for core, spec in enumerate(specs):
-            if spec is not None:
-                groups.setdefault(spec, []).append(core)
-        order = list(groups.items())
+        order, spec_id = _sharded(op, compute_cores, n_cores)
         op_seg.append(seg)
         done += 1
         if not order:
@@ -185,7 +180,7 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
             continue
         rep = [cores[0] for _, cores in order]
         canon = tuple(_canonical(busy[r], last[r], t, thr.ramp_ns, thr.cooldown_ns) for r in rep)
-        key = (tuple((spec, tuple(cores)) for spec, cores in order), canon)
+        key = (spec_id, canon)
         hit = cache.get(key)
         wants_detail = any(c in detail for _, cores in order for c in cores)
         programs = [lower_kernel(hw, spec) for spec, _ in order] if (hit is None or wants_detail) else None
@@ -207,8 +202,8 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
         first = np.inf
         for g, (spec, cores) in enumerate(order):
             k0r, k1r, flops, hr, hwr, sbuf, psum, th_t, th_v = summary[g]
-            busy[cores] = b_rel[g] + t if b_rel[g] > COLD / 2 else COLD
-            last[cores] = l_rel[g] + t if l_rel[g] > COLD / 2 else COLD
+            busy[list(cores)] = b_rel[g] + t if b_rel[g] > COLD / 2 else COLD
+            last[list(cores)] = l_rel[g] + t if l_rel[g] > COLD / 2 else COLD
             k0, k1 = k0r + t, k1r + t
             first = min(first, k0)
             end = max(end, k1)
@@ -252,11 +247,19 @@ def _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, 
     inv[order] = np.arange(len(order))
     for d in det:  # the row of (group, core), then its place after sorting
         d.kernel_row = int(inv[first_row[d.kernel_row] + list(rows[d.kernel_row][-1]).index(d.core)])
-    if thr_rows:
-        tc = np.concatenate([np.repeat(np.asarray(c, np.int32), len(t)) for c, t, _, _ in thr_rows])
-        tt = np.concatenate([np.tile(t, len(c)) for c, t, _, _ in thr_rows])
-        tv = np.concatenate([np.tile(v, len(c)) for c, _, v, _ in thr_rows])
-        ts = np.concatenate([np.full(len(t) * len(c), sg, np.int32) for c, t, _, sg in thr_rows])
+    if thr_rows:  # group g's L_g samples once per core of its C_g cores, without a Python loop per group
+        L = np.array([len(t) for _, t, _, _ in thr_rows], np.int64)
+        C = np.array([len(c) for c, _, _, _ in thr_rows], np.int64)
+        T = np.concatenate([t for _, t, _, _ in thr_rows])
+        V = np.concatenate([v for _, _, v, _ in thr_rows])
+        cores_flat = np.concatenate([np.asarray(c, np.int32) for c, _, _, _ in thr_rows])
+        n_out = L * C
+        g = np.repeat(np.arange(len(L)), n_out)
+        p = np.arange(int(n_out.sum())) - np.repeat(np.cumsum(n_out) - n_out, n_out)
+        src = (np.cumsum(L) - L)[g] + p % L[g]
+        tc = cores_flat[(np.cumsum(C) - C)[g] + p // L[g]]
+        tt, tv = T[src], V[src]
+        ts = np.array([sg for _, _, _, sg in thr_rows], np.int32)[g]
         o = np.lexsort((tt, tc))
         thr = {"core": tc[o], "t": tt[o], "v": tv[o].astype(np.float32), "seg": ts[o]}  # v: whole 5% steps
     else:
@@ -270,6 +273,42 @@ def _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, 
                    np.array(op_span, np.float64).reshape(-1, 2), list(names), kern, thr, hbm, det)
 
 
+_SPEC_IDS: dict[tuple, int] = {}      # ((spec, cores), ...) of a window -> a small integer (cheap to hash)
+_SPEC_OF: list[tuple] = []
+_SHARDED: dict[int, tuple] = {}       # id(op) -> (op, compute cores, order, spec id); chips share op objects
+
+
+def _sharded(op: Op, compute_cores: int, n_cores: int) -> tuple[list, int]:
+    """The kernel groups of an op over the cores and their interned id, once per op object."""
+    memo = _SHARDED.get(id(op))
+    if memo is not None and memo[0] is op and memo[1] == compute_cores:
+        return memo[2], memo[3]
+    specs = shard(op, compute_cores) + [None] * (n_cores - compute_cores)
+    groups: dict[KernelSpec, list[int]] = {}
+    for core, spec in enumerate(specs):
+        if spec is not None:
+            groups.setdefault(spec, []).append(core)
+    order = [(spec, tuple(cores)) for spec, cores in groups.items()]
+    spec_id = _intern(tuple(order))
+    if len(_SHARDED) > 1_000_000:
+        _SHARDED.clear()
+    _SHARDED[id(op)] = (op, compute_cores, order, spec_id)  # holds op: its id cannot be reused meanwhile
+    return order, spec_id
+
+
+def _intern(specs: tuple) -> int:
+    i = _SPEC_IDS.get(specs)
+    if i is None:
+        i = _SPEC_IDS[specs] = len(_SPEC_OF)
+        _SPEC_OF.append(specs)
+    return i
+
+
+def forget_ops() -> None:
+    """Drop the per-op memo (a capture calls it when done, so its ops can be freed)."""
+    _SHARDED.clear()
+
+
 def _cache_key(hw: Hardware) -> str:
     return hw.name + repr(sorted(hw.data.items()))
 
@@ -281,14 +320,14 @@ def export_windows(hw: Hardware) -> tuple[str, list[tuple]]:
     cache = _CACHES.get(key)
     if cache is None:
         return key, []
-    return key, [(k, v) for k, v in cache.entries.items() if v[0] is None]
+    return key, [((_SPEC_OF[k[0]], k[1]), v) for k, v in cache.entries.items() if v[0] is None]
 
 
 def seed_windows(key: str, entries: list[tuple]) -> None:
     """Worker initializer: start with another process's windows (results are a function of the key)."""
     cache = _CACHES.setdefault(key, _WindowCache())
-    for k, v in entries:
-        cache.put(k, v, v[-1])
+    for (specs, canon), v in entries:
+        cache.put((_intern(specs), canon), v, v[-1])
 
 
 def simulate_task(task: tuple) -> ChipSim:

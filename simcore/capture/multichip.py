@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from simcore.capture.chipsim import ChipSim, export_windows, seed_windows, simulate_program, simulate_task
+from simcore.capture.chipsim import (ChipSim, export_windows, forget_ops, seed_windows, simulate_program,
+                                     simulate_task)
 from simcore.capture.compose import compose
 from simcore.capture.mctables import MultiChipTables
 from simcore.capture.runner import ProcessRunner, Runner, default_runner
@@ -161,5 +162,6 @@ def capture_multichip(res, writer: TraceWriter, progress=None, cancel=None, runn
     tables = MultiChipTables(hw, plan, sims, class_of, [plan.programs[c] for c in reps], tl, mc.detail_chips,
                              res.detail_cores, res.compute_cores, res.workload.display)
     tables.write(writer, lambda i, n: report(0.9 + 0.1 * i / n, f"writing chip {i}/{n}"))
+    forget_ops()
     writer.meta.setdefault("capture", {})["chip_classes"] = len(reps)
     writer.meta["capture"]["collectives"] = len(plan.collectives)
