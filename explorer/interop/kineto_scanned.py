@@ -20,18 +20,15 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from explorer.interop import json_bytes as J
 from explorer.interop import kineto_scan as S
 from explorer.interop.kineto_events import (
     COPY,
     CPU_OP,
-    CPU_OP_CATS,
-    GPU_COPY_CATS,
-    GPU_KERNEL_CATS,
     KERNEL,
     MAX_DUR_US,
     MAX_TS_US,
     MEMORY,
-    MEMORY_CAT,
     MEMORY_NAME,
     RankEvents,
     _Names,
@@ -43,7 +40,7 @@ from explorer.interop.kineto_events import (
 )
 from explorer.interop.kineto_schema import Args
 
-CATEGORIES = [*sorted(GPU_KERNEL_CATS), *sorted(GPU_COPY_CATS), *sorted(CPU_OP_CATS), MEMORY_CAT]
+CATEGORIES = S.CATEGORIES
 _ARGS = msgspec.json.Decoder(Args)
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _MEMORY = MEMORY_NAME.encode()
@@ -57,7 +54,7 @@ class _Refused(Exception):
 def read_scanned(data: bytes, include_python: bool) -> tuple[RankEvents, dict[str, Any]] | None:
     """(events, header) of a file the scanner reads completely, or None to fall back."""
     keep = [class_of(c, include_python) >= 0 for c in CATEGORIES]
-    found = S.scan(data, CATEGORIES, keep)
+    found = S.scan(data, keep)
     if found is None:
         return None
     ints, floats, spans, total = found
@@ -80,10 +77,10 @@ def _distinct(buf: np.ndarray, data: bytes, starts: np.ndarray, ends: np.ndarray
     """Each span's index into the list of distinct strings the spans hold (each decoded once)."""
     if not len(starts):
         return np.zeros(0, dtype=np.int64), []
-    h = S.hash_spans(buf, starts, ends)
+    h = J.hash_spans(buf, starts, ends)
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
     rep = first[inv]
-    if not S.same_spans(buf, starts, ends, starts[rep], ends[rep]):
+    if not J.same_spans(buf, starts, ends, starts[rep], ends[rep]):
         raise _Refused("two different strings share a hash")
     return inv.astype(np.int64), [_text(data[s:e]) for s, e in zip(starts[first].tolist(), ends[first].tolist())]
 

@@ -85,7 +85,7 @@ def test_times_are_exactly_what_float_reads(texts: list[str]) -> None:
     """Clinger's fast path where it is exact, Python's float() for the rest: bit for bit."""
     events = ",".join(f'{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{t},"dur":{t}}}' for t in texts)
     data = f'{{"traceEvents":[{events}]}}'.encode()
-    found = S.scan(data, CATEGORIES, [True] * len(CATEGORIES))
+    found = S.scan(data, [True] * len(CATEGORIES))
     assert found is not None
     ints, floats, _, total = found
     assert total == len(texts)
@@ -208,7 +208,7 @@ def test_a_refused_file_still_imports(tmp_path: Path) -> None:
 @given(ops=st.lists(_MUTATION, min_size=1, max_size=6), gz=st.booleans())
 def test_any_bytes_are_read_in_bounds_or_refused(ops: list, gz: bool) -> None:
     data = _mutate(gzip.compress(GOOD) if gz else GOOD, ops)
-    found = S.scan(data, CATEGORIES, [True] * len(CATEGORIES))
+    found = S.scan(data, [True] * len(CATEGORIES))
     if found is None:
         return
     ints, floats, header, total = found
@@ -229,6 +229,6 @@ def test_a_big_file_grows_the_arrays() -> None:
     rng = random.Random(0)
     events = [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 1, "ts": i, "dur": rng.random()} for i in range(5000)]
     data = json.dumps({"traceEvents": events}, separators=(",", ":")).encode()
-    ints, floats, _, total = S.scan(data, CATEGORIES, [True] * len(CATEGORIES))
+    ints, floats, _, total = S.scan(data, [True] * len(CATEGORIES))
     assert total == len(ints) == 5000 and len(data) // 512 + 64 < 5000
     assert floats[:, S.TS].tolist() == list(range(5000))

@@ -1,0 +1,304 @@
+"""Compiled JSON token readers over a uint8 array, for scanners that build no Python objects.
+
+Each reader takes the buffer, a position and the buffer's length, and returns where the
+token ends (-1 when the bytes there are not that token) plus, where it has one, the
+token's value - never an array: numba reference-counts array arguments with atomic
+operations, which cost more than the parsing when a helper runs once per token.
+Nothing reads past `n`. Containers that are skipped are checked for matching brackets
+(up to 64 levels) and well-formed strings, not otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # numba is a declared dependency; without it the callers fall back to their Python paths
+    from numba import njit
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover - exercised only where numba is missing
+    HAVE_NUMBA = False
+
+    def njit(*args, **kwargs):  # type: ignore[no-redef]
+        def wrap(f):
+            return f
+
+        return wrap(args[0]) if args and callable(args[0]) else wrap
+
+MAX_SKIP_DEPTH = 64
+_POW10 = np.array([10.0 ** k for k in range(23)], dtype=np.float64)  # exact up to 1e22
+_TWO53 = np.uint64(1 << 53)
+_ONE = np.uint64(1)
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+
+
+def constant(text: str) -> np.ndarray:
+    """A key to compare against, as bytes the compiled code can hold as a constant."""
+    return np.frombuffer(text.encode(), dtype=np.uint8).copy()
+
+
+@njit(cache=True, nogil=True)
+def ws(buf, i, n):
+    """The first position at or after i that is not JSON whitespace (n at the end)."""
+    while i < n:
+        c = buf[i]
+        if c != 32 and c != 10 and c != 13 and c != 9:
+            return i
+        i += 1
+    return i
+
+
+@njit(cache=True, nogil=True)
+def equals(buf, s, e, key):
+    """Whether buf[s:e] is exactly `key`."""
+    m = len(key)
+    if e - s != m:
+        return False
+    for k in range(m):
+        if buf[s + k] != key[k]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def is_null(buf, i, n):
+    return i + 4 <= n and buf[i] == 110 and buf[i + 1] == 117 and buf[i + 2] == 108 and buf[i + 3] == 108
+
+
+@njit(cache=True, nogil=True)
+def string_end(buf, i, n):
+    """At an opening quote: (the index after the closing quote, whether the string holds a
+    backslash escape); -1 if it is not closed or a raw control character comes first."""
+    j = i + 1
+    esc = False
+    while j < n:
+        c = buf[j]
+        if c == 34:
+            return j + 1, esc
+        if c == 92:
+            esc = True
+            j += 2
+            continue
+        if c < 32:
+            return -1, esc
+        j += 1
+    return -1, esc
+
+
+@njit(cache=True, nogil=True)
+def number(buf, i, n):
+    """The JSON number at i: (its end or -1, its float value, whether it is an integer of
+    at most 18 digits). The float is exact when the significand has at most 19 digits,
+    fits 2**53 and the decimal exponent is within +-22 (one correctly rounded multiply or
+    divide, as strtod does first); otherwise it is NaN and the caller has Python read it."""
+    j = i
+    neg = False
+    if j < n and buf[j] == 45:
+        neg = True
+        j += 1
+    m = np.uint64(0)
+    nd = 0
+    e10 = 0
+    dropped = False
+    int_digits = 0
+    while j < n and 48 <= buf[j] <= 57:
+        if nd < 19:
+            m = m * np.uint64(10) + np.uint64(buf[j] - 48)
+            if m != 0:
+                nd += 1
+        else:
+            e10 += 1
+            dropped = True
+        int_digits += 1
+        j += 1
+    if int_digits == 0:
+        return -1, 0.0, False
+    is_int = int_digits <= 18
+    if j < n and buf[j] == 46:
+        is_int = False
+        j += 1
+        frac = 0
+        while j < n and 48 <= buf[j] <= 57:
+            if nd < 19:
+                m = m * np.uint64(10) + np.uint64(buf[j] - 48)
+                e10 -= 1
+                if m != 0:
+                    nd += 1
+            elif buf[j] != 48:
+                dropped = True
+            frac += 1
+            j += 1
+        if frac == 0:
+            return -1, 0.0, False
+    if j < n and (buf[j] == 101 or buf[j] == 69):
+        is_int = False
+        j += 1
+        eneg = False
+        if j < n and (buf[j] == 43 or buf[j] == 45):
+            eneg = buf[j] == 45
+            j += 1
+        ex = 0
+        exd = 0
+        while j < n and 48 <= buf[j] <= 57:
+            if ex < 100000:
+                ex = ex * 10 + (buf[j] - 48)
+            exd += 1
+            j += 1
+        if exd == 0:
+            return -1, 0.0, False
+        e10 += -ex if eneg else ex
+    value = np.nan
+    if m == 0:
+        value = 0.0
+    elif not dropped and m < _TWO53 and -22 <= e10 <= 22:
+        value = float(m)
+        if e10 >= 0:
+            value = value * _POW10[e10]
+        else:
+            value = value / _POW10[-e10]
+    return j, (-value if neg else value), is_int
+
+
+@njit(cache=True, nogil=True)
+def number_end(buf, i, n):
+    """Index after the JSON number at i (its grammar checked, its value not computed), or -1."""
+    j = i
+    if j < n and buf[j] == 45:
+        j += 1
+    d = j
+    while j < n and 48 <= buf[j] <= 57:
+        j += 1
+    if j == d:
+        return -1
+    if j < n and buf[j] == 46:
+        j += 1
+        d = j
+        while j < n and 48 <= buf[j] <= 57:
+            j += 1
+        if j == d:
+            return -1
+    if j < n and (buf[j] == 101 or buf[j] == 69):
+        j += 1
+        if j < n and (buf[j] == 43 or buf[j] == 45):
+            j += 1
+        d = j
+        while j < n and 48 <= buf[j] <= 57:
+            j += 1
+        if j == d:
+            return -1
+    return j
+
+
+@njit(cache=True, nogil=True)
+def integer(buf, i, n):
+    """An integer of at most 18 digits, or null: (end, kind 1 or 0 for null, value); end -1
+    for anything else (a float, a string, a longer number)."""
+    if i < n and buf[i] == 110:
+        return (i + 4, 0, 0) if is_null(buf, i, n) else (-1, 0, 0)
+    j = i
+    neg = False
+    if j < n and buf[j] == 45:
+        neg = True
+        j += 1
+    v = 0
+    digits = 0
+    while j < n and 48 <= buf[j] <= 57:
+        v = v * 10 + (buf[j] - 48)
+        digits += 1
+        j += 1
+    if digits == 0 or digits > 18 or (j < n and (buf[j] == 46 or buf[j] == 101 or buf[j] == 69)):
+        return -1, 0, 0
+    return j, 1, (-v if neg else v)
+
+
+@njit(cache=True, nogil=True)
+def close(buf, j, n, objects, depth):
+    """Index after the container(s) open at j, or -1: `depth` levels are open and bit k of
+    `objects` says whether level k is an object ('}') or an array (']'). Strings are
+    skipped, bracket kinds matched; nothing else is checked."""
+    while j < n:
+        c = buf[j]
+        if c == 34:
+            j += 1
+            while j < n:
+                d = buf[j]
+                if d == 34:
+                    break
+                if d == 92:
+                    j += 1
+                elif d < 32:
+                    return -1
+                j += 1
+            if j >= n:
+                return -1
+        elif c == 123 or c == 91:
+            if depth >= MAX_SKIP_DEPTH:
+                return -1
+            bit = _ONE << np.uint64(depth)
+            objects = (objects | bit) if c == 123 else (objects & ~bit)
+            depth += 1
+        elif c == 125 or c == 93:
+            if depth == 0:
+                return -1
+            depth -= 1
+            is_object = (objects >> np.uint64(depth)) & _ONE
+            if (c == 125) != (is_object == _ONE):
+                return -1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def skip(buf, i, n):
+    """Index after any JSON value at i, or -1."""
+    if i >= n:
+        return -1
+    c = buf[i]
+    if c == 34:
+        return string_end(buf, i, n)[0]
+    if c == 45 or 48 <= c <= 57:
+        return number_end(buf, i, n)
+    if c == 123:
+        return close(buf, i + 1, n, _ONE, 1)
+    if c == 91:
+        return close(buf, i + 1, n, np.uint64(0), 1)
+    if c == 116 and i + 4 <= n and buf[i + 1] == 114 and buf[i + 2] == 117 and buf[i + 3] == 101:
+        return i + 4
+    if c == 102 and i + 5 <= n and buf[i + 1] == 97 and buf[i + 2] == 108 and buf[i + 3] == 115 and buf[i + 4] == 101:
+        return i + 5
+    if is_null(buf, i, n):
+        return i + 4
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def hash_spans(buf, starts, ends):
+    """FNV-1a of each span's bytes (0 for a span outside the buffer)."""
+    out = np.zeros(len(starts), dtype=np.uint64)
+    for r in range(len(starts)):
+        s, e = starts[r], ends[r]
+        if s < 0 or e > len(buf) or e < s:
+            continue
+        h = _FNV_OFFSET
+        for k in range(s, e):
+            h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
+        out[r] = h
+    return out
+
+
+@njit(cache=True, nogil=True)
+def same_spans(buf, starts, ends, rep_starts, rep_ends):
+    """Whether every span holds the same bytes as its representative (rules out hash collisions)."""
+    for r in range(len(starts)):
+        s, e, rs, re_ = starts[r], ends[r], rep_starts[r], rep_ends[r]
+        if e - s != re_ - rs or s < 0 or rs < 0 or e > len(buf) or re_ > len(buf):
+            return False
+        if s == rs:
+            continue
+        for k in range(e - s):
+            if buf[s + k] != buf[rs + k]:
+                return False
+    return True
