@@ -13,7 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 try:  # numba is a declared dependency; without it the callers fall back to their Python paths
-    from numba import njit
+    from llvmlite import ir
+    from numba import njit, types
+    from numba.extending import intrinsic
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover - exercised only where numba is missing
@@ -25,12 +27,14 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
 
         return wrap(args[0]) if args and callable(args[0]) else wrap
 
+    def intrinsic(f):  # type: ignore[no-redef]
+        return f
+
 MAX_SKIP_DEPTH = 64
 _POW10 = np.array([10.0 ** k for k in range(23)], dtype=np.float64)  # exact up to 1e22
 _TWO53 = np.uint64(1 << 53)
 _ONE = np.uint64(1)
-_FNV_OFFSET = np.uint64(14695981039346656037)
-_FNV_PRIME = np.uint64(1099511628211)
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: a multiplicative hash's constant
 
 
 def constant(text: str) -> np.ndarray:
@@ -274,17 +278,48 @@ def skip(buf, i, n):
     return -1
 
 
+@intrinsic
+def _word(typingctx, arr, idx):
+    """The 8 bytes arr[idx:idx + 8] as one little-endian uint64 (an unaligned load; the
+    caller checks idx + 8 <= len(arr))."""
+    sig = types.uint64(arr, types.intp)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _tail(buf, s, e):
+    """The last e - s (< 8) bytes as a uint64."""
+    w = np.uint64(0)
+    for k in range(e - 1, s - 1, -1):
+        w = (w << np.uint64(8)) | np.uint64(buf[k])
+    return w
+
+
 @njit(cache=True, nogil=True)
 def hash_spans(buf, starts, ends):
-    """FNV-1a of each span's bytes (0 for a span outside the buffer)."""
+    """A 64-bit hash of each span's bytes, 8 at a time (0 for a span outside the buffer).
+    Equal bytes hash equal; callers rule out collisions with `same_spans`."""
     out = np.zeros(len(starts), dtype=np.uint64)
+    n = len(buf)
     for r in range(len(starts)):
         s, e = starts[r], ends[r]
-        if s < 0 or e > len(buf) or e < s:
+        if s < 0 or e > n or e < s:
             continue
-        h = _FNV_OFFSET
-        for k in range(s, e):
-            h = (h ^ np.uint64(buf[k])) * _FNV_PRIME
+        h = np.uint64(e - s) * _MIX
+        k = s
+        while k + 8 <= e:
+            h = (h ^ _word(buf, k)) * _MIX
+            h ^= h >> np.uint64(29)
+            k += 8
+        if k < e:
+            h = (h ^ _tail(buf, k, e)) * _MIX
+            h ^= h >> np.uint64(29)
         out[r] = h
     return out
 
@@ -292,13 +327,21 @@ def hash_spans(buf, starts, ends):
 @njit(cache=True, nogil=True)
 def same_spans(buf, starts, ends, rep_starts, rep_ends):
     """Whether every span holds the same bytes as its representative (rules out hash collisions)."""
+    n = len(buf)
     for r in range(len(starts)):
         s, e, rs, re_ = starts[r], ends[r], rep_starts[r], rep_ends[r]
-        if e - s != re_ - rs or s < 0 or rs < 0 or e > len(buf) or re_ > len(buf):
+        if e - s != re_ - rs or s < 0 or rs < 0 or e > n or re_ > n:
             return False
         if s == rs:
             continue
-        for k in range(e - s):
+        m = e - s
+        k = 0
+        while k + 8 <= m:
+            if _word(buf, s + k) != _word(buf, rs + k):
+                return False
+            k += 8
+        while k < m:
             if buf[s + k] != buf[rs + k]:
                 return False
+            k += 1
     return True
