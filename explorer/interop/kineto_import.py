@@ -17,6 +17,7 @@ import gc
 import multiprocessing
 import os
 import re
+import sys
 import threading
 import warnings
 from concurrent.futures.process import BrokenProcessPool
@@ -30,12 +31,12 @@ from explorer.interop.kineto_builder import MEMORY_COUNTER, Builder
 from explorer.interop.kineto_events import RankEvents, extract
 from explorer.interop.kineto_json import KinetoFile, parse_kineto, read_json_bytes
 from explorer.interop.kineto_nesting import _nesting_parents_loop, nesting_parents
-from explorer.interop.kineto_scanned import read_scanned
 
 __all__ = ["MEMORY_COUNTER", "ImportReport", "import_kineto", "nesting_parents", "_nesting_parents_loop", "rank_of"]
 _RANK_IN_NAME = re.compile(r"rank[\s_\-.]*(\d+)", re.I)
 SOURCE = "kineto"
 PARALLEL_MIN_BYTES = 256 << 20  # below this much JSON, rank files are read one by one
+SCAN_MIN_BYTES = 32 << 20  # from this much JSON in a call (or once loaded) the compiled scanner reads
 
 
 @dataclass
@@ -122,12 +123,27 @@ def import_kineto(
             gc.enable()
 
 
-def _read_rank(path: str | os.PathLike[str], include_python: bool) -> tuple[KinetoFile, RankEvents]:
-    """One file's events as columns: the compiled scanner when it reads the file, else
-    the tolerant parsers (the parsed JSON is dropped once sorted into columns)."""
+_SCANNER = "explorer.interop.kineto_scanned"
+
+
+def read_scanned(data: bytes, include_python: bool) -> tuple[RankEvents, dict[str, Any]] | None:
+    """The compiled scanner's reading of a file, or None.
+
+    Imported on first use: loading numba and the compiled scanner from its disk cache
+    costs a process ~0.25 s (compiling it, the first time on a machine, ~8 s), which a
+    cold `trnx import` repays from about 32 MB of JSON (SCAN_MIN_BYTES); once loaded, it
+    reads every file."""
+    from explorer.interop.kineto_scanned import read_scanned as scanned
+
+    return scanned(data, include_python)
+
+
+def _read_rank(path: str | os.PathLike[str], include_python: bool, scan: bool) -> tuple[KinetoFile, RankEvents]:
+    """One file's events as columns: the compiled scanner when asked and it reads the
+    file, else the parsers (the parsed JSON is dropped once sorted into columns)."""
     p = Path(path)
     data, note = read_json_bytes(p)
-    scanned = read_scanned(data, include_python)
+    scanned = read_scanned(data, include_python) if scan else None
     if scanned is not None:
         return KinetoFile(p, [], scanned[1], note), scanned[0]
     f = parse_kineto(p, data, note)
@@ -148,13 +164,13 @@ def _input_bytes(paths: Sequence[str | os.PathLike[str]]) -> int:
     return total
 
 
-def _can_fork(paths: Sequence[str | os.PathLike[str]], workers: int) -> bool:
+def _can_fork(paths: Sequence[str | os.PathLike[str]], workers: int, size: int) -> bool:
     """Parallel reading forks: only from a single-threaded process (the CLI), never under a
     GUI, and only for input big enough that a second core saves more than starting worker
     processes and copying their columns back costs (docs/PERFORMANCE.md)."""
     return (len(paths) > 1 and workers > 1 and (os.cpu_count() or 1) > 1
             and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods()
-            and _input_bytes(paths) >= PARALLEL_MIN_BYTES)
+            and size >= PARALLEL_MIN_BYTES)
 
 
 def _read_parallel(paths: Sequence[str | os.PathLike[str]], include_python: bool,
@@ -169,20 +185,22 @@ def _read_parallel(paths: Sequence[str | os.PathLike[str]], include_python: bool
             # children only parse JSON and never touch those pools or their locks.
             warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
             with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-                return list(pool.map(_read_rank, paths, [include_python] * len(paths)))
+                return list(pool.map(_read_rank, paths, [include_python] * len(paths), [True] * len(paths)))
     except (OSError, BrokenProcessPool):  # no processes to be had: read them here instead
         return None
 
 
 def _import(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], include_python: bool,
             overwrite: bool, progress: Callable[[str], None] | None, workers: int) -> ImportReport:
-    read = _read_parallel(paths, include_python, workers) if _can_fork(paths, workers) else None
+    size = _input_bytes(paths)
+    read = _read_parallel(paths, include_python, workers) if _can_fork(paths, workers, size) else None
     if read is None:
+        scan = size >= SCAN_MIN_BYTES or _SCANNER in sys.modules
         read = []
         for p in paths:
             if progress:
                 progress(f"reading {p}")
-            read.append(_read_rank(p, include_python))
+            read.append(_read_rank(p, include_python, scan))
     files = [f for f, _ in read]
     extracted = [e for _, e in read]
     ranks = _assign_ranks(files)

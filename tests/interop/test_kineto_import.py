@@ -172,9 +172,9 @@ def test_parallel_reading_gives_the_same_trace(tmp_path: Path, monkeypatch: pyte
     from explorer.interop import kineto_import as KI
 
     paths = write_ranks(tmp_path)
-    assert not KI._can_fork(paths, 2)  # small input: read one by one, whatever -j says
+    assert not KI._can_fork(paths, 2, KI._input_bytes(paths))  # small input: read one by one, whatever -j says
     monkeypatch.setattr(KI, "PARALLEL_MIN_BYTES", 0)
-    if not KI._can_fork(paths, 2):
+    if not KI._can_fork(paths, 2, 0):
         pytest.skip("this process cannot fork workers (other threads are running)")
     used = []
     real = KI._read_parallel

@@ -12,6 +12,8 @@ import gzip
 import json
 import math
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interop.kineto_samples import NCCL, COMM_ARGS, rank_doc, write_ranks
+from robustness.contract import import_or_one_sentence
+from robustness.test_kineto_corpus import CORPUS
 from robustness.test_trace_corpus import _MUTATION, _mutate
 from simcore.errors import UserError
 from simcore.trace import open_trace
@@ -38,6 +42,12 @@ def _same_traces(a: Path, b: Path) -> None:
     for name in TABLES:
         assert ta.to_pandas(name).equals(tb.to_pandas(name)), name
     assert ta.meta["import"]["skipped_events"] == tb.meta["import"]["skipped_events"]
+
+
+@pytest.fixture(autouse=True)
+def scanner_for_every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """import_kineto uses the scanner from SCAN_MIN_BYTES on; these files are small."""
+    monkeypatch.setattr(KI, "SCAN_MIN_BYTES", 0)
 
 
 def _import_without_scanner(paths: list[Path], out: Path, monkeypatch: pytest.MonkeyPatch, *, dicts: bool = False) -> None:
@@ -60,7 +70,11 @@ def test_well_formed_files_take_the_scanner(tmp_path: Path) -> None:
 
 def test_every_reader_gives_the_same_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     paths = write_ranks(tmp_path)
-    import_kineto(paths, tmp_path / "scan.trnx")
+    used = []
+    with monkeypatch.context() as m:
+        m.setattr(KI, "read_scanned", lambda data, py: used.append(1) or read_scanned(data, py))
+        import_kineto(paths, tmp_path / "scan.trnx")
+    assert used == [1, 1]  # both files went through the scanner
     _import_without_scanner(paths, tmp_path / "typed.trnx", monkeypatch)
     _import_without_scanner(paths, tmp_path / "dicts.trnx", monkeypatch, dicts=True)
     _same_traces(tmp_path / "scan.trnx", tmp_path / "typed.trnx")
@@ -73,6 +87,27 @@ def test_python_functions_on_request_through_the_scanner() -> None:
     with_py, _ = read_scanned(data, True)
     assert len(with_py.cpu_ops) == len(without.cpu_ops) + 1
     assert "torch/nn/modules/module.py(1501): _call_impl" in with_py.names
+
+
+def test_a_small_import_does_not_load_the_scanner(tmp_path: Path) -> None:
+    """Loading numba and the compiled scanner costs a process ~0.25 s: below SCAN_MIN_BYTES
+    a fresh process (the CLI) reads with msgspec and never imports numba."""
+    paths = write_ranks(tmp_path)
+    code = ("import sys; from explorer.interop import import_kineto; "
+            f"import_kineto({[str(p) for p in paths]!r}, {str(tmp_path / 'out.trnx')!r}); "
+            "print('numba' in sys.modules, 'explorer.interop.kineto_scanned' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "False"]
+    open_trace(tmp_path / "out.trnx")
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_the_robustness_corpus_through_the_scanner(name: str, tmp_path: Path) -> None:
+    """Every damaged file of tests/robustness meets the same contract with the scanner first."""
+    data, valid = CORPUS[name]
+    src = tmp_path / (f"{name}.json.gz" if data.startswith(b"\x1f\x8b") else f"{name}.json")
+    src.write_bytes(data)
+    assert import_or_one_sentence([src], tmp_path / "out.trnx") is valid
 
 
 # -- numbers ---------------------------------------------------------------------------
