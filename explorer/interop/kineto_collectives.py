@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from explorer.interop.kineto_schema import Args
+
 DTYPE_BYTES = {
     "float": 4, "float32": 4, "int": 4, "int32": 4, "uint32": 4,
     "double": 8, "float64": 8, "long": 8, "int64": 8, "uint64": 8,
@@ -136,7 +138,10 @@ def match(kernels: list[CommKernel]) -> dict[str, np.ndarray]:
     for i in order:
         k = kernels[i]
         a = k.args
-        sig = (k.rank, k.name, *[a.get(key) for key in _ARG_KEYS])
+        if type(a) is Args:  # the scanner's and msgspec's args: attributes, no lookups by key
+            sig = (k.rank, k.name, a.pg_ranks, a.pg_name, a.collective_name, a.group_size, a.in_nelems, a.out_nelems, a.dtype)
+        else:
+            sig = (k.rank, k.name, *[a.get(key) for key in _ARG_KEYS])
         try:
             d = described.get(sig)
         except TypeError:  # an unhashable value (a list of ranks): describe it every time

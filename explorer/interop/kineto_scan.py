@@ -41,7 +41,8 @@ STR_K, STR_V = 16, 17       # args "stream"
 BYT_K, BYT_V = 18, 19       # args "bytes"
 COLL = 20                   # 1 when args has a non-null "Collective name"
 SLOW_TS, SLOW_DUR = 21, 22  # where a ts/dur the fast path could not give exactly starts, else -1
-N_INT = 23
+COLL_S, COLL_E = 23, 24     # span of the "Collective name" string's contents, -1 if not a string
+N_INT = 25
 TS, DUR = 0, 1              # float columns; NaN when absent or null
 HEADER_KEYS = ("distributedInfo", "deviceProperties", "traceName", "schemaVersion", "baseTimeNanoseconds")
 OK, REFUSED = 0, -1
@@ -116,9 +117,12 @@ def _args(buf, i, n, ints, r):
             ints[r, col] = kind
             ints[r, col + 1] = value
         else:
+            c = buf[j]
             if first == 67 and J.equals(buf, ks, ke, K_COLL):
                 ints[r, COLL] = 0 if J.is_null(buf, j, n) else 1
-            c = buf[j]
+                if c == 34:
+                    ints[r, COLL_S] = j + 1
+                    ints[r, COLL_E] = J.string_end(buf, j, n)[0] - 1
             if c == 34:
                 j = J.string_end(buf, j, n)[0]
             elif c == 45 or 48 <= c <= 57:

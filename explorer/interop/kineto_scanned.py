@@ -199,17 +199,29 @@ def _rank_events(data: bytes, ints: np.ndarray, floats: np.ndarray, total: int, 
     nbytes = np.where((kcls == COPY) & (rows[:, S.BYT_K] == 1), rows[:, S.BYT_V], 0)
     out.cats = list(CATEGORIES)
 
-    # args where they matter: NCCL kernels and collective CPU ops (record_param_comms)
+    # args where they matter: NCCL kernels (all of them), collective CPU ops (the collective's
+    # name, for the op's kind; all of their args only where a kernel lacking its own needs them)
     kept: dict[int, Any] = {}
     comm_names = np.array([is_comm_kernel(t) for t in out.names] or [False], dtype=bool)
     has_args = rows[:, S.ARGS_S] >= 0
-    for j in np.flatnonzero((kcls == KERNEL) & comm_names[name] & has_args).tolist():
+    comm = np.flatnonzero((kcls == KERNEL) & comm_names[name] & has_args)
+    for j in comm.tolist():
         kept[j] = _args(data, rows, j)
+    lacking = comm_names[name] & (kcls == KERNEL) & (rows[:, S.COLL] == 0)
+    wanted = np.zeros(out.n_ext + 1, dtype=bool)
+    wanted[ext[lacking & (ext >= 0)]] = True
     rpc = vocab.get("record_param_comms", -1)
-    for j in np.flatnonzero((kcls == CPU_OP) & has_args & ((rows[:, S.COLL] == 1) | (name == rpc))).tolist():
-        a = kept[j] = _args(data, rows, j)
-        if a.external_id is not None:
+    ops = np.flatnonzero((kcls == CPU_OP) & has_args & ((rows[:, S.COLL] == 1) | (name == rpc)))
+    for j in ops.tolist():
+        if wanted[ext[j]] and ext[j] >= 0:  # (ext -1 reads the spare last slot, always False)
+            a = kept[j] = _args(data, rows, j)
             out.comm_args[int(ext[j])] = a
+        elif rows[j, S.COLL_S] >= 0:
+            kept[j] = {"Collective name": _text(data[int(rows[j, S.COLL_S]):int(rows[j, S.COLL_E])])}
+        elif rows[j, S.COLL] == 1:  # a collective name that is not a string
+            kept[j] = _args(data, rows, j)
+        else:
+            kept[j] = {}
     split(out, kcls, {"ts": ts, "dur": dur, "name": name, "place": place.reshape(-1).astype(np.int64), "ext": ext,
                       "cat": cat[idx] - 1, "nbytes": nbytes}, kept)
     return out

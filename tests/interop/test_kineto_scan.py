@@ -68,8 +68,23 @@ def test_well_formed_files_take_the_scanner(tmp_path: Path) -> None:
     assert read_scanned(bare, False) is not None
 
 
-def test_every_reader_gives_the_same_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    paths = write_ranks(tmp_path)
+def _old_pytorch_ranks(folder: Path) -> list[Path]:
+    """Kernels without collective args: those are on the record_param_comms op only."""
+    paths = []
+    for r in (0, 1):
+        doc = rank_doc(r)
+        for ev in doc["traceEvents"]:
+            if ev["name"] == NCCL:
+                ev["args"] = {"device": 0, "stream": 20, "External id": 12}
+        p = folder / f"rank{r}.json"
+        p.write_text(json.dumps(doc))
+        paths.append(p)
+    return paths
+
+
+@pytest.mark.parametrize("files", [write_ranks, _old_pytorch_ranks], ids=["pytorch-2.2+", "older-pytorch"])
+def test_every_reader_gives_the_same_trace(files, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = files(tmp_path)
     used = []
     with monkeypatch.context() as m:
         m.setattr(KI, "read_scanned", lambda data, py: used.append(1) or read_scanned(data, py))
@@ -79,6 +94,8 @@ def test_every_reader_gives_the_same_trace(tmp_path: Path, monkeypatch: pytest.M
     _import_without_scanner(paths, tmp_path / "dicts.trnx", monkeypatch, dicts=True)
     _same_traces(tmp_path / "scan.trnx", tmp_path / "typed.trnx")
     _same_traces(tmp_path / "scan.trnx", tmp_path / "dicts.trnx")
+    c = open_trace(tmp_path / "scan.trnx").to_pandas("collectives")
+    assert list(c["bytes"]) == [2 * 1048576] * 2 and set(c["kind"]) == {"all_reduce"}
 
 
 def test_python_functions_on_request_through_the_scanner() -> None:
