@@ -1,7 +1,9 @@
-"""`trnx summary TRACE`: the summary metrics, collectives and recommendations of a trace.
+"""`trnx summary TRACE`: the summary metrics, collectives, temporal breakdown and recommendations.
 
 Thin over `explorer.model`: the numbers are `summarize()`'s, the same the GUI's
-summary panel shows; `--json` prints them as data.
+summary panel shows, and, for traces with two or more ranks or communication,
+`temporal_summary()`'s per-rank breakdown, overlap and stragglers; `--json` prints
+them as data.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def build_report(path: str, chips: tuple[int, ...], time_range: str | None, per_
     from explorer.model.recommendations import recommend
     from explorer.model.scope import Scope, Tracks
     from explorer.model.summary import summarize, summarize_per_chip
+    from explorer.model.temporal import temporal_summary
     from simcore.trace import open_trace
 
     trace = open_trace(path)  # full validation: ~15 ms on 10M rows
@@ -59,6 +62,8 @@ def build_report(path: str, chips: tuple[int, ...], time_range: str | None, per_
     scope = Scope.resolve(trace, Tracks.of(trace), list(chips) or None, window, None)
     coll = collective_table(trace, scope)
     report["collectives"] = coll.to_dict("records")
+    temporal = temporal_summary(trace, scope)  # None with fewer than two ranks and no communication
+    report["temporal"] = None if temporal is None else temporal.to_dict()
     if recommendations:
         whole = not chips and window is None
         recs = recommend(trace, summary=summary) if whole else recommend(trace)
@@ -91,6 +96,8 @@ def print_report(r: dict[str, Any]) -> None:
                        f"{format_ns(c['transfer_ns']):>11} {format_ns(c['total_wait_ns']):>11} "
                        f"{format_ns(c['max_wait_ns']):>11}  chip {c['slowest_chip']} rank {c['slowest_rank']} "
                        f"(+{format_ns(c['slowest_lead_ns'])})")
+    if r.get("temporal"):
+        print_temporal(r["temporal"])
     if "recommendations" in r:
         recs = r["recommendations"]
         click.echo(f"\nrecommendations ({len(recs)})" if recs else "\nrecommendations: none fired")
@@ -102,6 +109,27 @@ def print_report(r: dict[str, Any]) -> None:
                 where = f"{link['node']} " if link["node"] else ""
                 click.echo(f"     -> {where}tracks {','.join(map(str, link['track_ids']))} "
                            f"{link['t0']}..{link['t1']} ns: {link['label']}")
+
+
+def print_temporal(t: dict[str, Any]) -> None:
+    """Each rank's temporal breakdown and overlap (HTA's definitions), then the stragglers."""
+    click.echo("\ntemporal breakdown per rank (% of the rank's window: first to last device activity)")
+    click.echo(f"  {'rank':>4} {'window':>10} {'idle %':>7} {'compute %':>10} {'non-compute %':>14} "
+               f"{'communication':>14} {'comm/comp overlap %':>20}")
+    for x in t["ranks"]:
+        overlap = "n/a" if x["overlap_pct"] is None else f"{x['overlap_pct']:.1f}"
+        click.echo(f"  {x['rank']:>4} {format_ns(x['window_ns']):>10} {x['idle_pct']:>7.1f} {x['compute_pct']:>10.1f} "
+                   f"{x['non_compute_pct']:>14.1f} {format_ns(x['comm_ns']):>14} {overlap:>20}")
+    rows = {x["rank"]: x for x in t["stragglers"]}
+    if not any(x["collectives"] for x in rows.values()):
+        click.echo("  stragglers: none to find (no collective of two or more ranks in scope)")
+    elif not t["straggler_ranks"]:
+        click.echo("  stragglers: none (no rank arrived last at most of its collectives)")
+    for rank in t["straggler_ranks"]:
+        x = rows[rank]
+        click.echo(f"  straggler: rank {rank} arrived last at {x['last_arrivals']} of its {x['collectives']} collectives, "
+                   f"{format_ns(round(x['mean_lateness_ns']))} after the first rank on average; "
+                   f"the others waited {format_ns(x['caused_wait_ns'])} for it")
 
 
 @click.command(help="Summary metrics (Neuron profiler names), collectives and recommendations of a trace.")

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from simcore.trace import Trace
 from explorer.model.intervals import union_length
+from explorer.model.scope import Scope
 
 COLLECTIVE_OP_KINDS = frozenset(
     {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast", "reduce", "barrier"}
@@ -166,18 +167,31 @@ def _intersection(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndar
     return ua + ub - both
 
 
-def breakdown(trace: Trace) -> list[RankTime]:
-    """The temporal breakdown and communication overlap of every rank."""
+def _clip(part: tuple[np.ndarray, np.ndarray], t0: int, t1: int) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals that overlap [t0, t1) (a zero-length one when inside it), cut to it."""
+    s, e = part
+    keep = ((s < t1) & (e > t0)) | ((s == e) & (s >= t0) & (s < t1))
+    return np.clip(s[keep], t0, t1), np.clip(e[keep], t0, t1)
+
+
+def breakdown(trace: Trace, scope: Scope | None = None) -> list[RankTime]:
+    """The temporal breakdown and communication overlap of every rank (of the scope's
+    chips, over the scope's window [t0, t1) when given: intervals are cut to it)."""
     act = _Activity(trace)
     out = []
     for r in act.ranks():
-        everything = act.of(r, "compute", "comm_kernels", "collectives", "memory")
+        if scope is not None and scope.chips is not None and r not in scope.chips:
+            continue
+        parts = {name: act.of(r, *names) for name, names in
+                 (("all", ("compute", "comm_kernels", "collectives", "memory")), ("comp", ("compute",)),
+                  ("comm", ("comm_kernels", "collectives")))}
+        if scope is not None:
+            parts = {k: _clip(v, scope.t0, scope.t1) for k, v in parts.items()}
+        everything, comp, comm = parts["all"], parts["comp"], parts["comm"]
         if not len(everything[0]):
             continue
         window = int(everything[1].max() - everything[0].min())
         busy = union_length(*everything)
-        comp = act.of(r, "compute")
-        comm = act.of(r, "comm_kernels", "collectives")
         compute_ns = union_length(*comp)
         comm_ns = union_length(*comm)
         overlap = _intersection(comm, comp, comm_ns, compute_ns) if comm_ns and compute_ns else 0
@@ -193,22 +207,33 @@ def breakdown_frame(trace: Trace) -> pd.DataFrame:
     return pd.DataFrame([r.to_dict() for r in breakdown(trace)], columns=cols)
 
 
-def stragglers(trace: Trace) -> pd.DataFrame:
+STRAGGLER_COLUMNS = ["rank", "collectives", "last_arrivals", "mean_lateness_ns", "caused_wait_ns", "own_wait_ns",
+                     "is_straggler"]
+
+
+def stragglers(trace: Trace, scope: Scope | None = None) -> pd.DataFrame:
     """Per rank: how often it arrived last at a collective and how much waiting it caused.
 
     Over collectives with two or more ranks in the trace: `lateness` is a rank's
     arrival minus the earliest arrival; the ranks arriving last (wait 0 while some
     other rank waited) share the collective's total wait as `caused_wait_ns`. A rank is
     a straggler when it arrives last at more than half of its collectives and made
-    others wait.
+    others wait. With a scope: the collective rows that overlap its window (arrive <
+    t1 and end > t0, as the summary's collective table counts them), every rank of
+    them counted, and the rows of the scope's chips returned.
     """
-    cols = ["rank", "collectives", "last_arrivals", "mean_lateness_ns", "caused_wait_ns", "own_wait_ns", "is_straggler"]
+    cols = STRAGGLER_COLUMNS
     c = trace.collectives
     if not c.num_rows:
         return pd.DataFrame(columns=cols)
     cid = _np(c, "collective_id")
     chip = _np(c, "chip").astype(np.int64)
     arrive, wait = _np(c, "arrive_ns"), _np(c, "wait_ns")
+    if scope is not None:
+        keep = (arrive < scope.t1) & (_np(c, "end_ns") > scope.t0)
+        cid, chip, arrive, wait = cid[keep], chip[keep], arrive[keep], wait[keep]
+        if not len(cid):
+            return pd.DataFrame(columns=cols)
     _, inv = np.unique(cid, return_inverse=True)
     n = int(inv.max()) + 1
     members = np.bincount(inv, minlength=n)
@@ -226,7 +251,7 @@ def stragglers(trace: Trace) -> pd.DataFrame:
     late = np.bincount(rinv, weights=np.where(shared, lateness, 0.0), minlength=len(ranks))
     caused_r = np.bincount(rinv, weights=caused, minlength=len(ranks))
     own = np.bincount(rinv, weights=wait.astype(np.float64), minlength=len(ranks))
-    return pd.DataFrame({
+    frame = pd.DataFrame({
         "rank": ranks.astype(np.int64),
         "collectives": count.astype(np.int64),
         "last_arrivals": lasts.astype(np.int64),
@@ -235,3 +260,40 @@ def stragglers(trace: Trace) -> pd.DataFrame:
         "own_wait_ns": own.astype(np.int64),
         "is_straggler": (lasts > count / 2) & (caused_r > 0),
     }, columns=cols)
+    if scope is not None and scope.chips is not None:
+        frame = frame[frame["rank"].isin(scope.chips)].reset_index(drop=True)
+    return frame
+
+
+@dataclass(frozen=True)
+class TemporalSummary:
+    """The temporal section of a summary: each rank's breakdown and overlap, and stragglers."""
+
+    ranks: list[RankTime]
+    stragglers: pd.DataFrame  # STRAGGLER_COLUMNS, one row per rank of the scope that took part in a collective
+
+    @property
+    def straggler_ranks(self) -> list[int]:
+        return [int(r) for r in self.stragglers.loc[self.stragglers["is_straggler"].astype(bool), "rank"]]
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready; a rank without communication has overlap_pct null (no ratio to take)."""
+        ranks = []
+        for r in self.ranks:
+            d = r.to_dict()
+            if r.comm_ns == 0:
+                d["overlap_pct"] = None
+            ranks.append(d)
+        rows = [{k: (bool(v) if k == "is_straggler" else float(v) if k == "mean_lateness_ns" else int(v))
+                 for k, v in row.items()} for row in self.stragglers.to_dict("records")]
+        return {"ranks": ranks, "stragglers": rows, "straggler_ranks": self.straggler_ranks}
+
+
+def temporal_summary(trace: Trace, scope: Scope | None = None) -> TemporalSummary | None:
+    """The breakdown, overlap and stragglers of the scope's ranks, for `trnx summary`; None
+    when there is nothing to compare or overlap: fewer than two ranks with device activity
+    and no communication."""
+    ranks = breakdown(trace, scope)
+    if len(ranks) < 2 and not any(r.comm_ns for r in ranks):
+        return None
+    return TemporalSummary(ranks, stragglers(trace, scope))
