@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from explorer.model.trace_index import COLOUR_MODES, EventRef
 from explorer.model.units import format_ns
+from explorer.ui import gc_guard
 from explorer.ui.collective_waits_view import QtCollectiveWaits
 from explorer.ui.details_view import QtEventDetails
 from explorer.ui.legend_view import QtLegend
@@ -63,6 +64,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: QSettings | None = None) -> None:
         super().__init__()
+        gc_guard.install()  # before any worker thread starts: no Qt object is ever collected off the GUI thread
         self.setObjectName("main-window")
         self.setWindowTitle("Trn3 Explorer")
         self.resize(1600, 1000)
