@@ -49,8 +49,10 @@ class CaptureDialog(QDialog):
     def __init__(self, parent: QWidget | None = None, *, initial: dict[str, Any] | None = None,
                  directory: str | os.PathLike[str] | None = None) -> None:
         super().__init__(parent)
+        from explorer.ui import gc_guard
         from simcore.capture import choices
 
+        gc_guard.install()  # the capture thread must never run the cyclic collector over Qt objects
         self.setObjectName("capture-dialog")
         self.setWindowTitle("New capture")
         self.facts = choices()

@@ -162,3 +162,29 @@ def test_rerun_is_offered_only_with_a_trace_open(qtbot):
     assert not action(w, "action-rerun").isEnabled()
     assert file_menu.actions()[0] is action(w, "action-new-capture")
     assert any(isinstance(d, QDockWidget) for d in w.findChildren(QDockWidget))
+
+
+def test_cyclic_garbage_is_collected_on_the_gui_thread_not_in_workers(qtbot, window):
+    """A worker thread must never run the collector over Qt objects (it deadlocks with the GUI thread)."""
+    import gc
+    import threading
+    import weakref
+
+    from PySide6.QtCore import QObject
+
+    assert not gc.isenabled()
+    where: list[str] = []
+
+    class Holder:
+        pass
+
+    h = Holder()
+    h.obj, h.me = QObject(), h                # a reference cycle holding a Qt object
+    weakref.finalize(h, lambda: where.append(threading.current_thread().name))
+    del h
+    worker = threading.Thread(target=lambda: [[] for _ in range(100_000)], name="worker")  # allocation pressure
+    worker.start()
+    worker.join()
+    assert where == []                        # the worker did not collect it (automatic collection is off)
+    gc.collect()                              # what the GUI thread's collector timer does
+    assert where == [threading.main_thread().name]
