@@ -22,6 +22,7 @@ segment (the stretch of compute between two collectives), which is all `compose`
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,26 +74,31 @@ class ChipSim:
         return len(self.seg_start)
 
 
+_LOCK = threading.RLock()  # the caches below are shared by threads when a runner simulates chips on threads
+
+
 class _WindowCache:
     def __init__(self) -> None:
         self.entries: OrderedDict[tuple, tuple] = OrderedDict()
         self.instructions = 0
 
     def get(self, key: tuple):
-        hit = self.entries.get(key)
-        if hit is not None:
-            self.entries.move_to_end(key)
-        return hit
+        with _LOCK:
+            hit = self.entries.get(key)
+            if hit is not None:
+                self.entries.move_to_end(key)
+            return hit
 
     def put(self, key: tuple, value: tuple, size: int) -> None:
-        old = self.entries.pop(key, None)
-        if old is not None:
-            self.instructions -= old[-1]
-        self.entries[key] = value
-        self.instructions += size
-        while self.entries and (len(self.entries) > CACHE_ENTRIES or self.instructions > CACHE_INSTRUCTIONS):
-            _, old = self.entries.popitem(last=False)
-            self.instructions -= old[-1]
+        with _LOCK:
+            old = self.entries.pop(key, None)
+            if old is not None:
+                self.instructions -= old[-1]
+            self.entries[key] = value
+            self.instructions += size
+            while self.entries and (len(self.entries) > CACHE_ENTRIES or self.instructions > CACHE_INSTRUCTIONS):
+                _, old = self.entries.popitem(last=False)
+                self.instructions -= old[-1]
 
 
 _CACHES: dict[str, _WindowCache] = {}
@@ -145,7 +151,8 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
 
     n_cores = hw.cores_per_chip
     thr = throttle_of(hw)
-    cache = _CACHES.setdefault(_cache_key(hw), _WindowCache())
+    with _LOCK:
+        cache = _CACHES.setdefault(_cache_key(hw), _WindowCache())
     detail = set(detail_cores)
     t = 0.0
     busy = np.full(n_cores, COLD)
@@ -280,9 +287,10 @@ _SHARDED: dict[int, tuple] = {}       # id(op) -> (op, compute cores, order, spe
 
 def _sharded(op: Op, compute_cores: int, n_cores: int) -> tuple[list, int]:
     """The kernel groups of an op over the cores and their interned id, once per op object."""
-    memo = _SHARDED.get(id(op))
-    if memo is not None and memo[0] is op and memo[1] == compute_cores:
-        return memo[2], memo[3]
+    with _LOCK:
+        memo = _SHARDED.get(id(op))
+        if memo is not None and memo[0] is op and memo[1] == compute_cores:
+            return memo[2], memo[3]
     specs = shard(op, compute_cores) + [None] * (n_cores - compute_cores)
     groups: dict[KernelSpec, list[int]] = {}
     for core, spec in enumerate(specs):
@@ -290,23 +298,26 @@ def _sharded(op: Op, compute_cores: int, n_cores: int) -> tuple[list, int]:
             groups.setdefault(spec, []).append(core)
     order = [(spec, tuple(cores)) for spec, cores in groups.items()]
     spec_id = _intern(tuple(order))
-    if len(_SHARDED) > 1_000_000:
-        _SHARDED.clear()
-    _SHARDED[id(op)] = (op, compute_cores, order, spec_id)  # holds op: its id cannot be reused meanwhile
+    with _LOCK:
+        if len(_SHARDED) > 1_000_000:
+            _SHARDED.clear()
+        _SHARDED[id(op)] = (op, compute_cores, order, spec_id)  # holds op: its id cannot be reused meanwhile
     return order, spec_id
 
 
 def _intern(specs: tuple) -> int:
-    i = _SPEC_IDS.get(specs)
-    if i is None:
-        i = _SPEC_IDS[specs] = len(_SPEC_OF)
-        _SPEC_OF.append(specs)
-    return i
+    with _LOCK:
+        i = _SPEC_IDS.get(specs)
+        if i is None:
+            i = _SPEC_IDS[specs] = len(_SPEC_OF)
+            _SPEC_OF.append(specs)
+        return i
 
 
 def forget_ops() -> None:
     """Drop the per-op memo (a capture calls it when done, so its ops can be freed)."""
-    _SHARDED.clear()
+    with _LOCK:
+        _SHARDED.clear()
 
 
 def _cache_key(hw: Hardware) -> str:
@@ -317,15 +328,17 @@ def export_windows(hw: Hardware) -> tuple[str, list[tuple]]:
     """The windows this process has simulated for `hw` (without instruction detail): what a
     worker process needs to skip the windows every chip shares."""
     key = _cache_key(hw)
-    cache = _CACHES.get(key)
-    if cache is None:
-        return key, []
-    return key, [((_SPEC_OF[k[0]], k[1]), v) for k, v in cache.entries.items() if v[0] is None]
+    with _LOCK:
+        cache = _CACHES.get(key)
+        if cache is None:
+            return key, []
+        return key, [((_SPEC_OF[k[0]], k[1]), v) for k, v in cache.entries.items() if v[0] is None]
 
 
 def seed_windows(key: str, entries: list[tuple]) -> None:
     """Worker initializer: start with another process's windows (results are a function of the key)."""
-    cache = _CACHES.setdefault(key, _WindowCache())
+    with _LOCK:
+        cache = _CACHES.setdefault(key, _WindowCache())
     for (specs, canon), v in entries:
         cache.put((_intern(specs), canon), v, v[-1])
 

@@ -40,10 +40,11 @@ def test_llama70b_tp16_decode_step_on_16_chips(cap):
 
 
 def test_deepseek_ep64_decode_on_64_chips(cap):
-    t = cap(hardware=GEN1, workload="deepseek-v3", chips=64, ep=64, batch=256, layers=5)  # 3 dense + 2 MoE layers
+    t = cap(hardware=GEN1, workload="deepseek-v3", chips=64, ep=64, batch=256)  # the whole step: 3 dense + 58 MoE layers
     c = t.to_pandas("collectives")
     a2a = c[c.kind == "all_to_all"]
-    assert a2a.collective_id.nunique() == 2 * 2 and set(a2a.group_size) == {64} and set(a2a.algorithm) == {"mesh"}
+    assert a2a.collective_id.nunique() == 2 * 58 and set(a2a.group_size) == {64} and set(a2a.algorithm) == {"mesh"}
+    assert t.meta["capture"]["chip_classes"] == 64 and t.partition_chips("collectives") == list(range(64))
     ops = t.to_pandas("ops")
     names = set(ops[ops.level == "op"].name.astype(str))
     assert {"moe.dispatch.all_to_all", "moe.combine.all_to_all", "moe.experts.gate_up_proj"} <= names
