@@ -276,6 +276,20 @@ def test_any_bytes_are_read_in_bounds_or_refused(ops: list, gz: bool) -> None:
     assert ((got[:, 0] < got[:, 1]) & (got[:, 1] <= n)).all()
 
 
+@pytest.mark.timeout(300)
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(_MUTATION, min_size=1, max_size=5))
+def test_damaged_files_through_the_scanner_import_or_fail_in_one_sentence(ops: list) -> None:
+    """tests/robustness's byte mutations, with the scanner reading first (it refuses, or its
+    columns make a valid trace)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "rank0.json"
+        src.write_bytes(_mutate(GOOD, ops))
+        import_or_one_sentence([src], Path(d) / "out.trnx")
+
+
 def test_a_big_file_grows_the_arrays() -> None:
     """More events than the first guess (one per 512 bytes) still come out, in order."""
     rng = random.Random(0)
