@@ -103,7 +103,7 @@ def _args(data: bytes, ints: np.ndarray, r: int) -> Any:
 def _id_component(buf: np.ndarray, data: bytes, kind: np.ndarray, val: np.ndarray, end: np.ndarray,
                   strings: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """A pid/tid/device/stream column as (is string, int value or string code); an absent
-    one is the string "None", as str(None) made it before."""
+    one is the string "None", as the other readers key it (str(None))."""
     is_str = kind != 1
     out = np.where(is_str, 0, val)
     text = np.flatnonzero(kind == 2)
