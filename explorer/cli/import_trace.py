@@ -25,21 +25,20 @@ import click
 def import_trace(traces: tuple[str, ...], output: str, include_python: bool, overwrite: bool, as_json: bool, jobs: int) -> None:
     from simcore.trace import open_trace
     from explorer.interop import import_kineto
-    from explorer.model.temporal import breakdown, stragglers
+    from explorer.cli.summary import print_temporal
+    from explorer.model.temporal import temporal_summary
 
     import os
 
     report = import_kineto(list(traces), output, include_python=include_python, overwrite=overwrite,
                            workers=jobs if jobs > 0 else (os.cpu_count() or 1))
-    trace = open_trace(report.path)
-    ranks = breakdown(trace)
-    slow = stragglers(trace)
-    slow_ranks = [int(r) for r in slow.loc[slow["is_straggler"], "rank"]] if len(slow) else []
+    temporal = temporal_summary(open_trace(report.path))
+    t = temporal.to_dict() if temporal is not None else {"ranks": [], "stragglers": [], "straggler_ranks": []}
     if as_json:
         click.echo(json.dumps({
             "path": str(report.path), "ranks": report.ranks, "rows": report.rows,
             "skipped_events": report.skipped_events, "repairs": report.repairs,
-            "breakdown": [r.to_dict() for r in ranks], "stragglers": slow_ranks,
+            "breakdown": t["ranks"], "stragglers": t["straggler_ranks"],
         }, indent=2))
         return
     for path, how in report.repairs.items():
@@ -48,9 +47,5 @@ def import_trace(traces: tuple[str, ...], output: str, include_python: bool, ove
         click.echo(f"note: skipped {report.skipped_events:,} malformed events", err=True)
     rows = ", ".join(f"{n} {c:,}" for n, c in report.rows.items())
     click.echo(f"wrote {report.path}: {len(report.ranks)} rank(s); {rows}")
-    if ranks:
-        click.echo(f"{'rank':>6} {'idle %':>8} {'compute %':>10} {'non-compute %':>14} {'comm/comp overlap %':>20}")
-        for r in ranks:
-            click.echo(f"{r.rank:>6} {r.idle_pct:>8.1f} {r.compute_pct:>10.1f} {r.non_compute_pct:>14.1f} {r.overlap_pct:>20.1f}")
-    if slow_ranks:
-        click.echo("stragglers: rank " + ", ".join(map(str, slow_ranks)))
+    if temporal is not None:
+        print_temporal(t)

@@ -60,12 +60,13 @@ class RankTime:
         return _pct(self.non_compute_ns, self.window_ns)
 
     @property
-    def overlap_pct(self) -> float:
-        """Communication-computation overlap: % of communication time under computation."""
-        return _pct(self.overlap_ns, self.comm_ns)
+    def overlap_pct(self) -> float | None:
+        """Communication-computation overlap: % of communication time under computation;
+        None for a rank without communication (there is no ratio to take)."""
+        return _pct(self.overlap_ns, self.comm_ns) if self.comm_ns > 0 else None
 
-    def to_dict(self) -> dict[str, float | int]:
-        d: dict[str, float | int] = asdict(self)
+    def to_dict(self) -> dict[str, float | int | None]:
+        d: dict[str, float | int | None] = asdict(self)
         d.update(idle_pct=self.idle_pct, compute_pct=self.compute_pct,
                  non_compute_pct=self.non_compute_pct, overlap_pct=self.overlap_pct)
         return d
@@ -278,12 +279,7 @@ class TemporalSummary:
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready; a rank without communication has overlap_pct null (no ratio to take)."""
-        ranks = []
-        for r in self.ranks:
-            d = r.to_dict()
-            if r.comm_ns == 0:
-                d["overlap_pct"] = None
-            ranks.append(d)
+        ranks = [r.to_dict() for r in self.ranks]
         rows = [{k: (bool(v) if k == "is_straggler" else float(v) if k == "mean_lateness_ns" else int(v))
                  for k, v in row.items()} for row in self.stragglers.to_dict("records")]
         return {"ranks": ranks, "stragglers": rows, "straggler_ranks": self.straggler_ranks}

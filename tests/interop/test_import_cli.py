@@ -20,7 +20,7 @@ def test_import_prints_breakdown_and_writes_a_valid_trace(tmp_path: Path) -> Non
     out = tmp_path / "run.trnx"
     r = trnx("import", *paths, "-o", str(out))
     assert r.returncode == 0, r.stderr
-    assert "2 rank(s)" in r.stdout and "stragglers: rank 1" in r.stdout
+    assert "2 rank(s)" in r.stdout and "straggler: rank 1 arrived last" in r.stdout  # the summary's temporal section
     open_trace(out)
     r = trnx("import", *paths, "-o", str(out), "--overwrite", "--json")
     facts = json.loads(r.stdout)
