@@ -132,7 +132,7 @@ def print_temporal(t: dict[str, Any]) -> None:
                    f"the others waited {format_ns(x['caused_wait_ns'])} for it")
 
 
-@click.command(help="Summary metrics (Neuron profiler names), collectives and recommendations of a trace.")
+@click.command(help="Summary metrics (Neuron profiler names), collectives, per-rank temporal breakdown and recommendations of a trace.")
 @click.argument("trace", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--chip", "chips", type=int, multiple=True, help="Only this chip (repeat for several).")
