@@ -140,8 +140,9 @@ def _coarsen(s: HbmServed, t0: float) -> tuple[np.ndarray, ...]:
     wr = np.concatenate([s.write, np.zeros(pad)]).reshape(-1, k).sum(axis=1)
     width = s.slice_ns * k
     t = s.t0 - t0 + np.arange(len(rd)) * width
+    wid = np.maximum(np.minimum(t + width, s.t1 - t0) - t, 0.0)  # the last one ends with the window
     busy = (rd > 0) | (wr > 0)  # idle slices add nothing to a counter bin
-    return t[busy], np.full(int(busy.sum()), width), rd[busy], wr[busy]
+    return t[busy], wid[busy], rd[busy], wr[busy]
 
 
 def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: int, detail_cores: list[int],

@@ -15,7 +15,7 @@ import numpy as np
 
 from simcore.capture.chipsim import ChipSim
 from simcore.capture.compose import Timeline
-from simcore.capture.tables import _Names
+from simcore.capture.tables import _Names, bin_edges, spread_bytes
 from simcore.collectives import bus_factor
 from simcore.hardware import Hardware
 from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, dma_track_name
@@ -52,20 +52,6 @@ def _collapse_sorted(track: np.ndarray, t: np.ndarray, v: np.ndarray) -> tuple[n
         keep = np.r_[True, (v[1:] != v[:-1]) | (track[1:] != track[:-1])]
         track, t, v = track[keep], t[keep], v[keep]
     return track, t, v
-
-
-def _bins(t: np.ndarray, width: np.ndarray, nbytes: list[np.ndarray], end: float, bin_ns: float) -> list[np.ndarray]:
-    """Bytes of slices [t, t + width) spread over fixed bins of bin_ns (slices never exceed a bin)."""
-    nb = int(end // bin_ns) + 1
-    i0 = np.minimum((t // bin_ns).astype(np.int64), nb - 1)
-    edge = (i0 + 1) * bin_ns
-    f0 = np.clip((edge - t) / np.maximum(width, 1e-9), 0.0, 1.0)
-    i1 = np.minimum(i0 + 1, nb - 1)
-    out = []
-    for b in nbytes:
-        out.append((np.bincount(i0, b * f0, minlength=nb)[:nb] + np.bincount(i1, b * (1 - f0), minlength=nb)[:nb])
-                   / bin_ns)
-    return out
 
 
 class MultiChipTables:
@@ -269,25 +255,28 @@ class MultiChipTables:
         slice_max = float(h["width"].max() * self.tl.factor[chip].max()) if len(h["t"]) else 0.0
         link_slice = self.tl.ledger.slice_ns
         bin_ns = max(MIN_BIN_NS, end_ns / MAX_BINS, slice_max, link_slice)
-        grid = np.arange(int(end_ns // bin_ns) + 1, dtype=np.float64) * bin_ns
-        if len(h["t"]):
+        edges = bin_edges(end_ns, bin_ns)
+        dt = np.diff(edges)
+        if len(h["t"]):  # a window's slices are clipped to its end, so windows never share a bin's time
             f = self.tl.factor[chip, h["seg"]]
-            rd, wr = _bins(self._map(chip, sim, h["t"], h["seg"]), h["width"] * f, [h["read"], h["write"]], end_ns,
-                           bin_ns)
+            rd, wr = spread_bytes(self._map(chip, sim, h["t"], h["seg"]), h["width"] * f, [h["read"], h["write"]], edges)
+            rd, wr = rd / dt, wr / dt
         else:
-            rd = wr = np.zeros(len(grid))
+            rd = wr = np.zeros(len(dt))
         sent = self.tl.ledger.sent(chip)
         used = np.flatnonzero(sent)
         if len(used):
             m = int(used[-1]) + 1
             ts = np.arange(m) * link_slice
-            (link,) = _bins(ts, np.full(m, link_slice), [sent[:m]], end_ns, bin_ns)
+            (link,) = spread_bytes(ts, np.minimum(ts + link_slice, end_ns) - ts, [sent[:m]], edges)
+            link = link / dt
         else:
-            link = np.zeros(len(grid))
+            link = np.zeros(len(dt))
+        grid = np.rint(edges[:-1]).astype(np.int64)
         for tid, v in ((lay.hbm_read, rd), (lay.hbm_write, wr), (lay.link, link)):
             tracks.append(np.full(len(grid) + 1, tid, np.int64))
-            times.append(np.r_[np.rint(grid).astype(np.int64), end_ns])
-            values.append(np.r_[v[:len(grid)], 0.0])
+            times.append(np.r_[grid, end_ns])
+            values.append(np.r_[v, 0.0])
         tr, t, v = _collapse_sorted(np.concatenate(tracks), np.concatenate(times).astype(np.int64),
                                     np.concatenate(values))
         w.write("counters", {"track_id": tr.astype(np.int32), "time_ns": t, "value": v}, chip=chip)

@@ -36,21 +36,44 @@ class _Names:
         return c
 
 
+def spread_bytes(a: np.ndarray, width: np.ndarray, nbytes: list[np.ndarray], edges: np.ndarray) -> list[np.ndarray]:
+    """Bytes per bin [edges[i], edges[i+1]) of disjoint intervals [a, a + width), each interval's bytes
+    spread evenly over it: the cumulative bytes are piecewise linear, read at the bin edges. A bin
+    therefore holds exactly the bytes of the time it covers, whatever the slice and bin widths."""
+    o = np.argsort(a, kind="stable")
+    a, width = a[o], np.maximum(width[o], 1e-9)
+    k = np.searchsorted(a, edges, side="right") - 1
+    kk = np.maximum(k, 0)
+    frac = np.where(k >= 0, np.clip((edges - a[kk]) / width[kk], 0.0, 1.0), 0.0)
+    out = []
+    for v in nbytes:
+        v = np.asarray(v, np.float64)[o]
+        before = np.concatenate([[0.0], np.cumsum(v)])  # bytes of the intervals before interval k
+        cum = np.where(k >= 0, before[kk] + v[kk] * frac, 0.0) if len(v) else np.zeros(len(edges))
+        out.append(np.diff(cum))
+    return out
+
+
+def bin_edges(t_end: float, width: float) -> np.ndarray:
+    """Bin edges 0, width, 2 width, ... and the trace end (the last bin may be shorter)."""
+    inner = np.arange(1, int(np.ceil(max(t_end, 1) / width))) * width
+    return np.concatenate([[0.0], inner, [float(max(t_end, 1))]])
+
+
 def binned_bandwidth(served: list, t_end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Average read and write GB/s per time bin from the bytes each window's slices served."""
     width = max(1000, int(np.ceil(max(t_end, 1) / MAX_HBM_BINS)))
-    nb = int(t_end // width) + 1
-    rd = np.zeros(nb)
-    wr = np.zeros(nb)
-    for s in served:  # a slice straddling a bin edge splits its bytes in proportion
-        a = s.t0 + np.arange(len(s.read)) * s.slice_ns
-        i0 = np.minimum((a // width).astype(np.int64), nb - 1)
-        edge = (i0 + 1) * width
-        f0 = np.clip((edge - a) / s.slice_ns, 0.0, 1.0)
-        i1 = np.minimum(i0 + 1, nb - 1)
-        for arr, v in ((rd, s.read), (wr, s.write)):
-            arr += np.bincount(i0, v * f0, minlength=nb)[:nb] + np.bincount(i1, v * (1.0 - f0), minlength=nb)[:nb]
-    return np.arange(nb, dtype=np.int64) * width, rd / width, wr / width
+    edges = bin_edges(t_end, width)
+    if served:
+        parts = [s.intervals() for s in served]
+        a = np.concatenate([p[0] for p in parts])
+        w = np.concatenate([p[1] for p in parts])
+        rd, wr = spread_bytes(a, w, [np.concatenate([s.read for s in served]), np.concatenate([s.write for s in served])],
+                              edges)
+    else:
+        rd = wr = np.zeros(len(edges) - 1)
+    dt = np.diff(edges)
+    return edges[:-1].astype(np.int64), rd / dt, wr / dt
 
 
 class TraceTables:

@@ -126,6 +126,7 @@ _POSITIVE = {"tensor.clock_ghz", "vector.clock_ghz", "scalar.clock_ghz", "gpsimd
              "dma.engine_gbps", "dma.efficient_bytes_per_partition", "link.bandwidth_gbps", "gpsimd.elems_per_cycle",
              "scalar.exp_elems_per_cycle"}
 MAX_CHIPS = 1 << 16
+DEFAULT_SBUF_RESERVED = 0.15
 
 
 def _is_number(v: Any) -> bool:
@@ -176,6 +177,9 @@ def _validate(data: dict[str, Any]) -> None:
         raise ConfigError(f"hardware preset '{name}': 'vector.elems_per_cycle' needs a bf16 or fp32 entry.")
     if any(v <= 0 for t in ("vector", "scalar") for v in data[t]["elems_per_cycle"].values()):
         raise ConfigError(f"hardware preset '{name}': engine element rates must be positive.")
+    reserved = data["sbuf"].get("reserved_fraction", DEFAULT_SBUF_RESERVED)
+    if not _is_number(reserved) or not 0 <= reserved < 1:
+        raise ConfigError(f"hardware preset '{name}': 'sbuf.reserved_fraction' must be a number in [0, 1) (got {reserved!r}).")
     throttle = data["tensor"]["throttle"]
     if not 0 < throttle["start_fraction"] <= 1:
         raise ConfigError(f"hardware preset '{name}': 'tensor.throttle.start_fraction' must be in (0, 1].")
@@ -245,6 +249,18 @@ class Hardware:
     @property
     def sbuf_bytes(self) -> int:
         return int(self.data["sbuf"]["bytes_per_core"])
+
+    @property
+    def sbuf_budget(self) -> int:
+        """SBUF bytes a kernel may allocate: the core's SBUF minus what the compiler and runtime
+        reserve (`sbuf.reserved_fraction`, default 15%). Every lowering tiles within it."""
+        reserved = float(self.data["sbuf"].get("reserved_fraction", DEFAULT_SBUF_RESERVED))
+        return int(self.sbuf_bytes * (1.0 - reserved))
+
+    @property
+    def psum_bank_bytes(self) -> int:
+        """One PSUM bank across all partitions (one 128 x 512 fp32 accumulation tile)."""
+        return int(self.data["psum"]["bank_bytes_per_partition"]) * int(self.data["psum"]["partitions"])
 
     @property
     def partitions(self) -> int:

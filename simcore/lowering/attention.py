@@ -61,6 +61,77 @@ class AttentionShape:
         return int(f * (2.5 if self.backward else 1))
 
 
+DMA_KEYS = 2048   # keys per K/V load
+RING = 3          # streamed K/V: load buffers in the ring
+
+
+def _work_bytes(hw: Hardware, s: AttentionShape, q_slots: int) -> int:
+    """SBUF of everything but K/V: Q^T tiles and the per-unit outputs of `q_slots` units in flight,
+    exp(S - max) of the LAG+1 chunks the tensor engine runs ahead, the P^T pieces of two chunks,
+    row statistics; training adds dO and the fp32 dQ accumulator per unit."""
+    P = hw.partitions
+    dpass = math.ceil(s.d_qk / P)
+    q = q_slots * dpass * P * P * 2                 # Q^T: 128 of d_qk on partitions x up to 128 query rows, bf16
+    probs = (LAG + 1) * P * CHUNK * 2               # exp(S - max), bf16
+    pt = 2 * CHUNK * P * 2                          # P^T pieces copied out of PSUM, bf16
+    out = q_slots * P * s.d_v * (4 + 2)             # running output (fp32) and the normalised bf16 tile stored
+    stats = (LAG + 1) * P * 4 * 3                   # row max, row sum, rescale factor (fp32)
+    bwd = q_slots * P * (s.d_v * 2 + s.d_qk * 4) if s.backward else 0
+    return int(q + probs + pt + out + stats + bwd)
+
+
+@dataclass
+class _KvLoads:
+    ld_len: np.ndarray     # keys per load
+    ld_key: np.ndarray     # program-order key of each load
+    c_ld: np.ndarray       # the load each chunk reads
+    rel_chunk: np.ndarray  # per load: the chunk whose last PV frees its buffer (-1: a free buffer)
+    sbuf_bytes: int        # K/V buffers allocated: the most bytes ever loaded and not yet released
+
+
+def _kv_loads(s: AttentionShape, n_units, u_seq, u_kvh, u_kv, u_nchunk, c_unit, c_local, gkey, resident: bool,
+              keys_per_load: int) -> _KvLoads:
+    """K/V loads of one layout. Resident: each (sequence, KV head) loads all its keys once and keeps
+    them for all its query tiles; the loads of owner o wait until owner o-2 is done (two owners'
+    buffers). Streamed: each unit loads the keys it sees, and load i waits until the chunks of load
+    i-RING are done (a ring of RING load buffers). Where the owner or load `depth` back finishes later
+    in program order than this load is issued, the newest one finished before it is waited for, and
+    the buffers then in use are counted: the footprint follows the dependencies, not the intent."""
+    first_chunk_of_unit = np.cumsum(u_nchunk) - u_nchunk
+    last_chunk_of_unit = np.cumsum(u_nchunk) - 1
+    owner_key = u_seq * s.kv_heads + u_kvh if resident else np.arange(n_units)
+    owner_first = np.r_[True, owner_key[1:] != owner_key[:-1]]
+    owners = np.flatnonzero(owner_first)  # first unit of each K/V owner
+    owner_of_unit = np.cumsum(owner_first) - 1
+    last_unit_of_owner = np.r_[owners[1:] - 1, n_units - 1]
+    load_len = np.full(len(owners), s.kv_len) if resident else u_kv[owners]  # streamed: only the keys it sees
+    nld = np.ceil(load_len / keys_per_load).astype(np.int64)
+    ld_owner, ld_local = _expand(nld)
+    ld_len = np.minimum(keys_per_load, load_len[ld_owner] - ld_local * keys_per_load)
+    ld_unit = owners[ld_owner]
+    ld_key = gkey[first_chunk_of_unit[ld_unit] + np.minimum(ld_local * (keys_per_load // CHUNK), u_nchunk[ld_unit] - 1)] - 2
+    ld_first_of_owner = np.cumsum(nld) - nld
+    c_owner = owner_of_unit[c_unit]
+    c_ld = ld_first_of_owner[c_owner] + np.minimum(c_local * CHUNK // keys_per_load, nld[c_owner] - 1)
+    per_key = (s.d_qk + s.d_v) * (6 if s.backward else 2)  # K and V in bf16 (+ fp32 dK, dV accumulators)
+    if resident:
+        grp, depth = ld_owner, 2
+        grp_last_chunk = last_chunk_of_unit[last_unit_of_owner]
+        grp_bytes = load_len * per_key
+    else:
+        grp, depth = np.arange(len(ld_len)), RING
+        grp_last_chunk = np.full(len(ld_len), -1, np.int64)
+        np.maximum.at(grp_last_chunk, c_ld, np.arange(len(c_ld)))
+        grp_last_chunk = np.maximum.accumulate(grp_last_chunk)
+        grp_bytes = ld_len * per_key
+    done_key = gkey[grp_last_chunk + LAG] + 20  # after the group's last PV (slots 10-12)
+    rel_grp = np.minimum(grp - depth, np.searchsorted(done_key, ld_key, side="left") - 1)
+    cs = np.concatenate([[0], np.cumsum(grp_bytes)])
+    live = cs[grp + 1] - cs[np.maximum(rel_grp, -1) + 1]  # groups rel_grp+1 .. grp hold loaded keys
+    rel_chunk = np.where(rel_grp >= 0, grp_last_chunk[np.maximum(rel_grp, 0)], -1)
+    return _KvLoads(ld_len, ld_key, c_ld, rel_chunk, int(live.max()))
+
+
 def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0: float = 0.0) -> float:
     """Append the attention kernel; returns the next free key."""
     P = hw.partitions
@@ -99,28 +170,32 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
 
     exp_engine, _ = C.exp_ns(hw, 1)
     copy_engine = SCALAR if exp_engine == VECTOR else VECTOR
-    kv_bytes_seq = s.kv_len * (s.d_qk + s.d_v) * 2
-    resident = kv_bytes_seq <= 0.4 * hw.sbuf_bytes
-    b.sbuf_bytes = max(b.sbuf_bytes, int(min(kv_bytes_seq, 0.4 * hw.sbuf_bytes) * 2 + 6 * P * CHUNK * 4))
-    b.psum_bytes = max(b.psum_bytes, (LAG + 3) * 2048 * P)
+    P_BANKS = LAG + 3  # PSUM: S of LAG+1 chunks in flight, the P^T transposes, the PV partial output
+    if P_BANKS > hw.psum_banks:
+        raise ValueError(f"flash attention needs {P_BANKS} PSUM banks; {hw.name} has {hw.psum_banks}")
+    b.psum_bytes = max(b.psum_bytes, P_BANKS * hw.psum_bank_bytes)
     gkey = key0 + np.arange(NCH + LAG) * SLOTS  # chunk c's S work at gkey[c], its PV work at gkey[c+LAG]
-
-    # -- K/V loads: per (seq, kv head) when resident, else per unit; DMA chunks of up to 4096 keys
-    kv_unit_key = u_seq * s.kv_heads + u_kvh if resident else np.arange(n_units)
-    owner_first = np.r_[True, kv_unit_key[1:] != kv_unit_key[:-1]]
-    owners = np.flatnonzero(owner_first)  # first unit of each K/V owner
-    load_len = np.full(len(owners), s.kv_len) if resident else u_kv[owners]  # streamed: only the keys it sees
-    DMA_KEYS = 2048
-    nld = np.ceil(load_len / DMA_KEYS).astype(np.int64)
-    ld_owner, ld_local = _expand(nld)
-    ld_len = np.minimum(DMA_KEYS, load_len[ld_owner] - ld_local * DMA_KEYS)
     first_chunk_of_unit = np.cumsum(u_nchunk) - u_nchunk
-    ld_unit = owners[ld_owner]
-    ld_key = gkey[first_chunk_of_unit[ld_unit] + np.minimum(ld_local * (DMA_KEYS // CHUNK), u_nchunk[ld_unit] - 1)] - 2
-    # release: the owner two owners back finished its last PV
-    NLD = len(ld_owner)
-    owner_of_unit = np.cumsum(owner_first) - 1
-    last_unit_of_owner = np.r_[owners[1:] - 1, n_units - 1]
+    last_chunk_of_unit = np.cumsum(u_nchunk) - 1
+
+    # -- Q loads per unit, released by the final normalisation two units back (or earlier in program order)
+    q_key = gkey[first_chunk_of_unit] - 1
+    fin_keys = gkey[last_chunk_of_unit + LAG] + 31
+    q_rel_u = np.minimum(np.arange(n_units) - 2, np.searchsorted(fin_keys, q_key, side="left") - 1)
+    q_slots = int((np.arange(n_units) - q_rel_u).max())
+    work = _work_bytes(hw, s, q_slots)
+
+    # -- K/V loads: per (seq, kv head) when two of them fit SBUF (resident), else streamed per unit
+    # through a ring of load buffers; the first layout whose buffers fit the SBUF budget is taken
+    for resident, keys_per_load in ((True, DMA_KEYS), (False, DMA_KEYS), (False, DMA_KEYS // 2), (False, CHUNK)):
+        kv = _kv_loads(s, n_units, u_seq, u_kvh, u_kv, u_nchunk, c_unit, c_local, gkey, resident, keys_per_load)
+        if kv.sbuf_bytes + work <= hw.sbuf_budget:
+            break
+    else:
+        raise ValueError(f"attention {s} does not fit SBUF even streaming K/V in {CHUNK}-key loads")
+    b.sbuf_bytes = max(b.sbuf_bytes, kv.sbuf_bytes + work)
+    NLD = len(kv.ld_key)
+    c_ld = kv.c_ld
     # ids (add order): K trig, K dma, V trig, V dma, Q trig, Q dma, then compute
     id0 = b.count
     k_dma = id0 + NLD
@@ -144,26 +219,14 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     ids_upd = ids_pv + NSUB
     ids_fin = ids_upd + NCH
     last_pv_of_chunk = ids_pv + np.cumsum(nsub) - 1
-    last_chunk_of_unit = np.cumsum(u_nchunk) - 1
-    # buffer release: the newest earlier owner (at most owner-2) whose last PV precedes this load in program order
-    own_done_key = gkey[last_chunk_of_unit[last_unit_of_owner] + LAG] + 20  # after its last PV (slots 10-12)
-    rel_owner = np.minimum(owner_of_unit[ld_unit] - 2, np.searchsorted(own_done_key, ld_key, side="left") - 1)
-    rel = np.where(rel_owner >= 0, last_pv_of_chunk[last_chunk_of_unit[last_unit_of_owner[np.maximum(rel_owner, 0)]]], -1)
-    k_bytes = (ld_len * s.d_qk * 2).astype(np.int64)
-    v_bytes = (ld_len * s.d_v * 2).astype(np.int64)
+    rel = np.where(kv.rel_chunk >= 0, last_pv_of_chunk[np.maximum(kv.rel_chunk, 0)], -1)
+    k_bytes = (kv.ld_len * s.d_qk * 2).astype(np.int64)
+    v_bytes = (kv.ld_len * s.d_v * 2).astype(np.int64)
     Q = hw.dma_queues
     LQ = max(1, Q - 1)
-    got = b.dma(np.arange(NLD) % LQ, ld_key, k_bytes, min(P, s.d_qk), "hbm", "sbuf", hw=hw, trigger_deps=(rel,))
+    got = b.dma(np.arange(NLD) % LQ, kv.ld_key, k_bytes, min(P, s.d_qk), "hbm", "sbuf", hw=hw, trigger_deps=(rel,))
     assert got[0] == k_dma
-    b.dma((np.arange(NLD) + 1) % LQ, ld_key + 0.5, v_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(rel,))
-    # which load covers chunk c: the owner's load index floor(key offset / DMA_KEYS)
-    ld_first_of_owner = np.cumsum(nld) - nld
-    c_owner = owner_of_unit[c_unit]
-    c_ld = ld_first_of_owner[c_owner] + np.minimum(c_local * CHUNK // DMA_KEYS, nld[c_owner] - 1)
-    # -- Q loads per unit (released by the final normalisation two units back)
-    q_key = gkey[first_chunk_of_unit] - 1
-    fin_keys = gkey[last_chunk_of_unit + LAG] + 31
-    q_rel_u = np.minimum(np.arange(n_units) - 2, np.searchsorted(fin_keys, q_key, side="left") - 1)
+    b.dma((np.arange(NLD) + 1) % LQ, kv.ld_key + 0.5, v_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(rel,))
     q_rel = np.where(q_rel_u >= 0, ids_fin + np.maximum(q_rel_u, 0), -1)
     got = b.dma((np.arange(n_units) + 2) % LQ, q_key, (u_rows * s.d_qk * 2).astype(np.int64), min(P, s.d_qk), "hbm", "sbuf",
                 hw=hw, trigger_deps=(q_rel,))

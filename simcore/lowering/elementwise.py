@@ -4,7 +4,11 @@ embedding gathers, optimizer updates) lowered to DMA + Vector/Scalar/GpSimd inst
 A row-wise kernel walks its rows in tiles of 128 (one row per partition) and its columns
 in chunks that fit SBUF; per tile it loads its inputs, runs a fixed sequence of engine
 steps over the tile, and stores its outputs. Tiles are triple-buffered: the loads of
-tile t wait only for tile t-3 to finish with its buffer, so DMA overlaps compute.
+tile t wait only for tile t-3 to finish with its buffer, so DMA overlaps compute. A
+buffer set is the tile's inputs and outputs in their dtypes plus one working tile for
+intermediate results; the column chunk is the widest (up to MAX_COLS) whose NBUF sets
+fit the core's SBUF budget (`Hardware.sbuf_budget`), and the kernel's SBUF footprint is
+exactly those sets.
 """
 
 from __future__ import annotations
@@ -19,7 +23,10 @@ from simcore.lowering import costs as C
 from simcore.lowering.program import GPSIMD, SCALAR, VECTOR, ProgramBuilder
 
 NBUF = 3
-MAX_COLS = 8192  # column chunk per tile (SBUF: 128 x 8192 x 4 B x buffers stays small)
+MAX_COLS = 8192  # widest column chunk per tile (16 KiB of BF16 per partition per DMA: well past the 4 KiB DMA knee)
+COL_ALIGN = 512  # narrower chunks are cut to a multiple of this (whole moving-tile widths)
+FULL_WIDTH = ("Activation", "ActivationReduce", "Exponential", "TensorTensor", "TensorScalar", "TensorCopy",
+              "QuantizeMX")  # opcodes that write a tile as wide as their input (the others write per-row values)
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,30 @@ def _fold(k: RowwiseKernel, partitions: int) -> RowwiseKernel:
     return RowwiseKernel(partitions, cols, k.loads, k.stores, tuple(steps), 0)
 
 
+def _elem_bytes(dtype: str) -> float:
+    return 4.0 if dtype in ("fp32", "int32") else 2.0
+
+
+def set_bytes_per_elem(k: RowwiseKernel) -> float:
+    """SBUF bytes per tile element of one buffer set: inputs and outputs in their dtypes, plus a
+    working tile (widest step dtype) when more than one step writes a full-width result."""
+    wide = [st for st in k.steps if st.per_col > 0 and (st.opcode in FULL_WIDTH or st.engine == "exp")]
+    work = max(_elem_bytes(st.dtype) for st in wide) if len(wide) > 1 else 0.0
+    return float(sum(k.loads) + sum(k.stores) + work)
+
+
+def column_chunk(hw: Hardware, k: RowwiseKernel) -> int:
+    """The widest column chunk (<= MAX_COLS) whose NBUF buffer sets fit the SBUF budget."""
+    per_col = NBUF * hw.partitions * set_bytes_per_elem(k)
+    fit = int(hw.sbuf_budget // per_col) if per_col > 0 else MAX_COLS
+    chunk = min(k.cols, MAX_COLS, fit)
+    if chunk < k.cols and chunk > COL_ALIGN:
+        chunk -= chunk % COL_ALIGN
+    if chunk < 1:
+        raise ValueError(f"a row-wise kernel needs {per_col:.0f} bytes of SBUF per column; the budget is {hw.sbuf_budget}")
+    return chunk
+
+
 def _step_ns(hw: Hardware, st: Step, n: np.ndarray) -> tuple[int, np.ndarray]:
     if st.engine == "exp":  # exp(x - max) with fused sum: Vector's accelerated exponential if present
         return C.exp_ns(hw, n)
@@ -77,16 +108,20 @@ def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: fl
         return key0
     if k.rows < P // 2 and k.rows * k.cols >= 2 * P:
         k = _fold(k, P)
+    chunk = column_chunk(hw, k)
     n_rt = math.ceil(k.rows / P)
-    n_ct = math.ceil(k.cols / MAX_COLS)
+    n_ct = math.ceil(k.cols / chunk)
     rows = np.minimum(P, k.rows - np.repeat(np.arange(n_rt), n_ct) * P)
-    cols = np.minimum(MAX_COLS, k.cols - np.tile(np.arange(n_ct), n_rt) * MAX_COLS)
+    cols = np.minimum(chunk, k.cols - np.tile(np.arange(n_ct), n_rt) * chunk)
     T = len(rows)
     slots = 2 + len(k.loads) + len(k.steps) + len(k.stores)
     key = key0 + np.arange(T) * slots
     Q = hw.dma_queues
     LQ = max(1, Q - 1)
-    b.sbuf_bytes = max(b.sbuf_bytes, int(NBUF * P * min(k.cols, MAX_COLS) * 4 * (len(k.loads) + len(k.stores))))
+    # buffer sets in use: tile t reuses tile t-NBUF's (its loads wait for that tile's last step)
+    footprint = int(math.ceil(min(NBUF, T) * P * chunk * set_bytes_per_elem(k)))
+    assert footprint <= hw.sbuf_budget
+    b.sbuf_bytes = max(b.sbuf_bytes, footprint)
     # ids: loads (trigger+transfer each), steps, stores
     id0 = b.count
     n_load_ids = 2 * T * len(k.loads)

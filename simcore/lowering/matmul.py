@@ -31,14 +31,20 @@ MOVING = 512
 SPAN = 1e7  # program-order key space per block
 
 
+OUT_BUFS = 4  # bf16 output tiles (one m tile x the block's columns) in flight to the store queue
+
+
 @dataclass(frozen=True)
 class MatmulPlan:
     nbt: int    # n tiles per block (PSUM banks per m tile)
     mbt: int    # m tiles per block
     kbt: int    # k steps per block
     nbuf: int   # SBUF buffers per input stream
-    sbuf_bytes: int
+    sbuf_bytes: int   # every SBUF buffer the kernel allocates (see matmul_buffers)
     est_ns: float
+    a_resident: bool = False   # A loaded once and kept for every n block
+    psum_res: bool = False     # accumulators stay in PSUM across k blocks
+    psum_banks: int = 0        # PSUM banks allocated
 
 
 def _sizes(total: int, tile: int) -> np.ndarray:
@@ -48,13 +54,39 @@ def _sizes(total: int, tile: int) -> np.ndarray:
     return s
 
 
-def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float) -> MatmulPlan:
+def matmul_buffers(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float, quant: bool,
+                   nbt: int, mbt: int, kbt: int, nbuf: int) -> tuple[int, bool, bool, int]:
+    """(SBUF bytes, A resident, PSUM-resident accumulators, PSUM banks) of a blocking: what the
+    lowering allocates. SBUF: `nbuf` slots per input stream (A in its HBM dtype plus its quantised
+    copy, B), or all of A when it stays resident across n blocks; the fp32 SBUF accumulator of one
+    block when K spans several blocks and the accumulators do not stay in PSUM; OUT_BUFS bf16
+    output tiles. PSUM: two sets of a group's banks (one accumulating while the other is evacuated)."""
+    P = hw.partitions
+    kp = hw.contraction_per_pass(dtype)
+    mt, kt, nt = math.ceil(m / P), math.ceil(k / kp), math.ceil(n / MOVING)
+    nbt, mbt, kbt = min(nbt, nt), min(mbt, mt), min(kbt, kt)
+    wb = C.dtype_bytes(dtype)
+    q_bytes = wb if quant else 0.0
+    kb, mrows, ncols = min(k, kbt * kp), min(m, mbt * P), min(n, nbt * MOVING)
+    nblk, mblk, kblk = math.ceil(nt / nbt), math.ceil(mt / mbt), math.ceil(kt / kbt)
+    a_total = m * k * (a_bytes + q_bytes)
+    a_res = mblk == 1 and nblk > 1 and a_total <= hw.sbuf_budget / 8
+    psum_res = kblk > 1 and mbt * nbt <= hw.psum_banks // 2
+    a_mem = a_total if a_res else nbuf * kb * mrows * (a_bytes + q_bytes)
+    b_mem = nbuf * kb * ncols * wb
+    acc = mrows * ncols * 4 if (kblk > 1 and not psum_res) else 0
+    out = OUT_BUFS * P * ncols * 2
+    banks = 2 * (mbt * nbt if psum_res else nbt)
+    return int(math.ceil(a_mem + b_mem + acc + out)), a_res, psum_res, banks
+
+
+def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float, quant: bool = False) -> MatmulPlan:
     """Pick block sizes the way a tuned NKI kernel would: fit SBUF, minimise estimated time."""
     kp = hw.contraction_per_pass(dtype)
     P = hw.partitions
     mt, kt, nt = math.ceil(m / P), math.ceil(k / kp), math.ceil(n / MOVING)
     wb = C.dtype_bytes(dtype)
-    budget = 0.85 * hw.sbuf_bytes
+    budget = hw.sbuf_budget
     n_last = n - MOVING * (nt - 1)
     te = mt * kt * ((nt - 1) * float(C.matmul_ns(hw, MOVING, dtype)) + float(C.matmul_ns(hw, n_last, dtype)))
     mm_avg = te / (mt * kt * nt)
@@ -62,7 +94,7 @@ def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float
     evac_add = float(C.vector_ns(hw, MOVING, "fp32"))
     best: MatmulPlan | None = None
     for nbt in (4, 2, 1):
-        if nbt > nt and nbt > 1:
+        if (nbt > nt and nbt > 1) or 2 * nbt > hw.psum_banks:
             continue
         for mbt in (16, 8, 4, 2, 1):
             if mbt > mt and mbt > 1:
@@ -77,19 +109,17 @@ def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float
                 mblk = math.ceil(mt / mbt)
                 kblk = math.ceil(kt / kbt)
                 blocks = nblk * mblk * kblk
-                acc = min(m, mbt * P) * min(n, nbt * MOVING) * 4 if kblk > 1 else 0
-                out = 4 * P * min(n, nbt * MOVING) * 2
                 blk_dma = float(C.dma_ns(hw, a_blk, P) + C.dma_ns(hw, b_blk, P))
                 blk_te = min(mbt, mt) * min(kbt, kt) * min(nbt, nt) * mm_avg
                 nbuf = 2 if blk_dma + d["latency_ns"] <= blk_te else 3
-                sbuf = nbuf * (a_blk + b_blk) + acc + out
-                if sbuf > budget:
+                sbuf, a_res, psum_res, banks = matmul_buffers(hw, m, k, n, dtype, a_bytes, quant, nbt, mbt, kbt, nbuf)
+                if sbuf > budget or banks > hw.psum_banks:
                     continue
                 dma = blocks * blk_dma + float(C.dma_ns(hw, m * n * 2, P))
                 sync = (2 * blocks + mt * nblk) * d["descriptor_ns"]
                 evac = mt * nt * kblk * evac_add / (1 if kblk > 1 else 2)
                 est = max(te, dma, sync, evac) + d["latency_ns"] + blk_dma + blk_te + 2 * evac_add
-                cand = MatmulPlan(nbt, mbt, kbt, nbuf, int(sbuf), est)
+                cand = MatmulPlan(nbt, mbt, kbt, nbuf, sbuf, est, a_res, psum_res, banks)
                 if best is None or est < best.est_ns * 0.999:
                     best = cand
     if best is None:  # even the smallest blocks do not fit: impossible with real presets
@@ -117,7 +147,8 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     P = hw.partitions
     kp = hw.contraction_per_pass(dtype)
     a_hbm_bytes = 2.0 if quantize_a else C.dtype_bytes(dtype)
-    plan = plan_matmul(hw, m, k, n, dtype, a_hbm_bytes)
+    quant = quantize_a and dtype != "bf16"
+    plan = plan_matmul(hw, m, k, n, dtype, a_hbm_bytes, quant)
     m_sz, k_sz, n_sz = _sizes(m, P), _sizes(k, kp), _sizes(n, MOVING)
     mt, kt, nt = len(m_sz), len(k_sz), len(n_sz)
     nbt, mbt, kbt = min(plan.nbt, nt), min(plan.mbt, mt), min(plan.kbt, kt)
@@ -126,10 +157,10 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     Q = hw.dma_queues
     LQ = max(1, Q - 1)
     store_queue = Q - 1
-    quant = quantize_a and dtype != "bf16"
     mx = dtype in MX_DTYPES
+    assert plan.sbuf_bytes <= hw.sbuf_budget and plan.psum_banks <= hw.psum_banks
     b.sbuf_bytes = max(b.sbuf_bytes, plan.sbuf_bytes)
-    b.psum_bytes = max(b.psum_bytes, min(hw.psum_banks, 2 * nbt) * int(hw.data["psum"]["bank_bytes_per_partition"]) * P)
+    b.psum_bytes = max(b.psum_bytes, plan.psum_banks * hw.psum_bank_bytes)
 
     # blocks in loop order (n block, m block, k block)
     B_nb, B_mb, B_kb = (x.ravel() for x in np.meshgrid(np.arange(n_blocks), np.arange(m_blocks), np.arange(k_blocks),
@@ -164,7 +195,7 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     NST = len(st_grp)
     # when a block's accumulators fit half the PSUM banks they stay in PSUM across k blocks
     # (evacuated once, after the last); otherwise each k block adds into an fp32 SBUF accumulator
-    psum_res = k_blocks > 1 and min(mbt, mt) * nbt <= hw.psum_banks // 2
+    psum_res = plan.psum_res
     eg = st_grp if psum_res else np.arange(NG)          # groups that evacuate, in order
     if psum_res:
         pair_first = np.flatnonzero(B_kb == 0)
@@ -180,7 +211,7 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     NCAST = NST if (k_blocks > 1 and not psum_res) else 0
 
     # A stays resident in SBUF when there is one m block and it fits: later n blocks reuse it
-    a_resident = m_blocks == 1 and n_blocks > 1 and m * k * a_hbm_bytes <= hw.sbuf_bytes / 8
+    a_resident = plan.a_resident
     a_blocks = np.flatnonzero(B_nb == 0) if a_resident else np.arange(NB)
     NA = len(a_blocks)
     a_of_block = (B_kb if a_resident else np.arange(NB))  # index into the A loads
@@ -272,6 +303,9 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
         dur = np.where(on_scalar, C.scalar_ns(hw, ev_cols, "fp32"), C.vector_ns(hw, ev_cols, "fp32"))
         prev_acc = np.full(NEV, -1, np.int64)
         ebytes = ev_rows * ev_cols * 6
+        # the evacuations write the group's bf16 output tile: one of OUT_BUFS, free once its store is done
+        # (evacuating groups are the storing groups, in the same order)
+        out_rel = np.where(ev_e >= OUT_BUFS, stdma + ev_e - OUT_BUFS, -1)
     else:
         first_kb = B_kb[ev_blk] == 0
         eng = np.where(first_kb, SCALAR, VECTOR)
@@ -280,7 +314,8 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
         g_prev = ev_grp - nm[ev_blk]
         prev_acc = np.where(first_kb, -1, evid + ev_start_of_eg[np.maximum(g_prev, 0)] + ev_nl)
         ebytes = np.where(first_kb, ev_rows * ev_cols * 8, ev_rows * ev_cols * 12)
-    got = b.add(eng, ev_key, dur, opc, "fp32", (ev_mm, prev_acc), bytes=ebytes.astype(np.int64))
+        out_rel = np.full(NEV, -1, np.int64)  # the final cast writes the output tile
+    got = b.add(eng, ev_key, dur, opc, "fp32", (ev_mm, prev_acc, out_rel), bytes=ebytes.astype(np.int64))
     assert got[0] == evid
 
     # -- final cast (fp32 accumulator -> bf16) and store per m tile
@@ -292,7 +327,8 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     st_key = base[st_blk] + 1 + (g_am[st_grp] * kbt + nk[st_blk] - 1) * stride + nbt + 2.2
     done = (last_ev, other_ev)
     if NCAST:
-        b.add(SCALAR, st_key - 0.1, C.scalar_ns(hw, st_cols, "fp32"), "Activation", "fp32", (last_ev,),
+        cast_rel = np.where(np.arange(NST) >= OUT_BUFS, stdma + np.arange(NST) - OUT_BUFS, -1)
+        b.add(SCALAR, st_key - 0.1, C.scalar_ns(hw, st_cols, "fp32"), "Activation", "fp32", (last_ev, cast_rel),
               bytes=(st_rows * st_cols * 6).astype(np.int64))
         done = (castid + np.arange(NST),)
     b.dma(np.full(NST, store_queue), st_key, (st_rows * st_cols * 2).astype(np.int64), st_rows, "sbuf", "hbm", done,

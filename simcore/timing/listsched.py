@@ -45,15 +45,18 @@ class Throttle:
 
 
 @_njit(cache=True, nogil=True)
-def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, slice_ns, n_slices):
+def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, slice_ns, n_slices, overflow):
     """End of a transfer needing `need` ns of its core's DMA engines, started at `s`, that moves
     `hr` HBM bytes per engine-ns for each of `w` identical cores. It takes what capacity is
-    left in each time slice of its core's engines and of the chip's HBM (fluid sharing)."""
+    left in each time slice of its core's engines and of the chip's HBM (fluid sharing).
+    A transfer running past the ledger's last slice sets `overflow[0]`: the caller must
+    schedule again with a longer ledger (nothing may move unaccounted)."""
     t = s
     j = int((t - t0) // slice_ns)
     while need > 1e-9:
         if j >= n_slices:
-            return t + need  # past the ledger: no sharing modelled
+            overflow[0] = 1
+            return t + need
         slice_end = t0 + (j + 1) * slice_ns
         avail = slice_end - t
         if avail <= 1e-9:
@@ -92,7 +95,7 @@ def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, sl
 @_njit(cache=True, nogil=True)
 def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read_frac, weight, n_queues, t0,
               thr_start, thr_ramp, thr_cool, busy_since, last_end,
-              core_led, chip_led, served_r, served_w, slice_ns, n_slices):
+              core_led, chip_led, served_r, served_w, slice_ns, n_slices, overflow):
     n = queue.shape[0]
     start = np.empty(n, np.float64)
     end = np.empty(n, np.float64)
@@ -125,7 +128,7 @@ def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read
         g = dma_grp[i]
         if g >= 0 and n_slices > 0:
             e = _serve(s, d, g, hbm_rate[i], read_frac[i], weight[g], core_led, chip_led, served_r, served_w, t0,
-                       slice_ns, n_slices)
+                       slice_ns, n_slices, overflow)
         else:
             e = s + d
         start[i] = s
@@ -149,11 +152,18 @@ class Sharing:
     slice_ns: float
     served_r: np.ndarray | None = None  # (slices,) HBM bytes read per slice (filled by the scheduler)
     served_w: np.ndarray | None = None
+    overflow: np.ndarray | None = None  # (1,) set when a transfer ran past the last slice
 
     def __post_init__(self) -> None:
         if self.served_r is None:
             self.served_r = np.zeros(self.chip_led.shape[0])
             self.served_w = np.zeros(self.chip_led.shape[0])
+        if self.overflow is None:
+            self.overflow = np.zeros(1, np.int64)
+
+    @property
+    def overflowed(self) -> bool:
+        return bool(self.overflow[0])
 
     @staticmethod
     def none(n: int) -> "Sharing":
@@ -199,7 +209,7 @@ def schedule(
         np.ascontiguousarray(sharing.weight, np.float64), int(n_queues), float(t0),
         float(throttle.start_fraction), float(throttle.ramp_ns), float(throttle.cooldown_ns), busy, last,
         sharing.core_led, sharing.chip_led, sharing.served_r, sharing.served_w, float(sharing.slice_ns),
-        int(sharing.chip_led.shape[0]),
+        int(sharing.chip_led.shape[0]), sharing.overflow,
     )
     return start, end, rate, (busy, last)
 

@@ -29,12 +29,22 @@ MAX_SLICES = 1 << 16
 
 @dataclass
 class HbmServed:
-    """HBM bytes read and written per time slice of a window (all cores), from the sharing ledger."""
+    """HBM bytes read and written per time slice of a window (all cores), from the sharing ledger.
+
+    The ledger caps each slice at bandwidth x slice_ns. The window's last transfer ends at `t1`,
+    inside the last slice; counters spread a slice's bytes over the part of it in [t0, t1], so
+    consecutive windows (the next starts at t1) never add up in one counter bin."""
 
     t0: float
     slice_ns: float
     read: np.ndarray
     write: np.ndarray
+    t1: float = float("inf")
+
+    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each slice's (start, width), clipped to [t0, t1]."""
+        a = self.t0 + np.arange(len(self.read)) * self.slice_ns
+        return a, np.maximum(np.minimum(a + self.slice_ns, self.t1) - a, 0.0)
 
 
 @dataclass
@@ -100,25 +110,33 @@ def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t
     start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, None, thr_state)
     served = None
     if is_dma.any():
+        # the ledgers must cover every transfer: sharing can stretch the window well past the unshared
+        # schedule (transfers that overlapped on one core now split its engines), so a schedule that
+        # runs past the ledger is redone with one twice as long
         span = float(end.max()) - t0
         horizon = 1.5 * span + 20000.0
-        slice_ns = max(MIN_SLICE_NS, horizon / MAX_SLICES)
-        n_slices = int(np.ceil(horizon / slice_ns))
         w = np.asarray(weights, np.float64)
-        sharing = Sharing(
-            dma_grp=np.where(is_dma, g_sorted, -1).astype(np.int32),
-            hbm_rate=np.where(is_dma, hbm / np.maximum(dur, 1e-9), 0.0),
-            read_frac=np.where(hbm > 0, hbm_r / np.maximum(hbm, 1.0), 0.0),
-            weight=w,
-            core_led=np.full((G, n_slices), slice_ns, np.float64),
-            chip_led=np.full(n_slices, hw.hbm_bytes_per_ns * slice_ns, np.float64),
-            slice_ns=slice_ns,
-        )
-        start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, sharing,
-                                           thr_state)
+        while True:
+            slice_ns = max(MIN_SLICE_NS, horizon / MAX_SLICES)
+            n_slices = int(np.ceil(horizon / slice_ns))
+            sharing = Sharing(
+                dma_grp=np.where(is_dma, g_sorted, -1).astype(np.int32),
+                hbm_rate=np.where(is_dma, hbm / np.maximum(dur, 1e-9), 0.0),
+                read_frac=np.where(hbm > 0, hbm_r / np.maximum(hbm, 1.0), 0.0),
+                weight=w,
+                core_led=np.full((G, n_slices), slice_ns, np.float64),
+                chip_led=np.full(n_slices, hw.hbm_bytes_per_ns * slice_ns, np.float64),
+                slice_ns=slice_ns,
+            )
+            start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, sharing,
+                                               thr_state)
+            if not sharing.overflowed:
+                break
+            horizon *= 2.0
         used = np.flatnonzero((sharing.served_r > 0) | (sharing.served_w > 0))
         last = int(used[-1]) + 1 if len(used) else 0
-        served = HbmServed(t0, slice_ns, sharing.served_r[:last].copy(), sharing.served_w[:last].copy())
+        served = HbmServed(t0, slice_ns, sharing.served_r[:last].copy(), sharing.served_w[:last].copy(),
+                           float(end.max()))
     start, end, rate = start[inv], end[inv], rate[inv]
     timed = [Timed(start[offs[g]:offs[g + 1]], end[offs[g]:offs[g + 1]], rate[offs[g]:offs[g + 1]]) for g in range(G)]
     return timed, state, served
