@@ -36,12 +36,31 @@ class _Names:
         return c
 
 
+def bin_edges(t_end: float, width: float) -> np.ndarray:
+    """Bin edges 0, width, 2 width, ... and the trace end (the last bin may be shorter)."""
+    inner = np.arange(1, int(np.ceil(max(t_end, 1) / width))) * width
+    return np.concatenate([[0.0], inner, [float(max(t_end, 1))]])
+
+
 def spread_bytes(a: np.ndarray, width: np.ndarray, nbytes: list[np.ndarray], edges: np.ndarray) -> list[np.ndarray]:
-    """Bytes per bin [edges[i], edges[i+1]) of disjoint intervals [a, a + width), each interval's bytes
-    spread evenly over it: the cumulative bytes are piecewise linear, read at the bin edges. A bin
-    therefore holds exactly the bytes of the time it covers, whatever the slice and bin widths."""
+    """Bytes per bin [edges[i], edges[i+1]) of disjoint intervals [a, a + width) ending by edges[-1], each
+    interval's bytes spread evenly over it, so a bin holds exactly the bytes of the time it covers.
+    `edges` are bin_edges(): equal bins but the last. Intervals no wider than a bin touch at most two
+    bins (one bincount each); wider ones go through the piecewise-linear cumulative bytes."""
+    nb = len(edges) - 1
+    step = float(edges[1] - edges[0]) if nb > 1 else float(edges[-1] - edges[0])
+    a = np.asarray(a, np.float64)
+    width = np.maximum(np.asarray(width, np.float64), 1e-9)
+    if not len(a):
+        return [np.zeros(nb) for _ in nbytes]
+    if float(width.max()) <= step:
+        i0 = np.minimum((a // step).astype(np.int64), nb - 1)
+        f0 = np.clip((edges[i0 + 1] - a) / width, 0.0, 1.0)
+        i1 = np.minimum(i0 + 1, nb - 1)
+        return [np.bincount(i0, v * f0, minlength=nb)[:nb] + np.bincount(i1, v * (1.0 - f0), minlength=nb)[:nb]
+                for v in (np.asarray(x, np.float64) for x in nbytes)]
     o = np.argsort(a, kind="stable")
-    a, width = a[o], np.maximum(width[o], 1e-9)
+    a, width = a[o], width[o]
     k = np.searchsorted(a, edges, side="right") - 1
     kk = np.maximum(k, 0)
     frac = np.where(k >= 0, np.clip((edges - a[kk]) / width[kk], 0.0, 1.0), 0.0)
@@ -49,15 +68,8 @@ def spread_bytes(a: np.ndarray, width: np.ndarray, nbytes: list[np.ndarray], edg
     for v in nbytes:
         v = np.asarray(v, np.float64)[o]
         before = np.concatenate([[0.0], np.cumsum(v)])  # bytes of the intervals before interval k
-        cum = np.where(k >= 0, before[kk] + v[kk] * frac, 0.0) if len(v) else np.zeros(len(edges))
-        out.append(np.diff(cum))
+        out.append(np.diff(np.where(k >= 0, before[kk] + v[kk] * frac, 0.0)))
     return out
-
-
-def bin_edges(t_end: float, width: float) -> np.ndarray:
-    """Bin edges 0, width, 2 width, ... and the trace end (the last bin may be shorter)."""
-    inner = np.arange(1, int(np.ceil(max(t_end, 1) / width))) * width
-    return np.concatenate([[0.0], inner, [float(max(t_end, 1))]])
 
 
 def binned_bandwidth(served: list, t_end: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -68,8 +80,10 @@ def binned_bandwidth(served: list, t_end: int) -> tuple[np.ndarray, np.ndarray, 
         parts = [s.intervals() for s in served]
         a = np.concatenate([p[0] for p in parts])
         w = np.concatenate([p[1] for p in parts])
-        rd, wr = spread_bytes(a, w, [np.concatenate([s.read for s in served]), np.concatenate([s.write for s in served])],
-                              edges)
+        r = np.concatenate([s.read for s in served])
+        wb = np.concatenate([s.write for s in served])
+        busy = (r > 0) | (wb > 0)  # idle slices add nothing
+        rd, wr = spread_bytes(a[busy], w[busy], [r[busy], wb[busy]], edges)
     else:
         rd = wr = np.zeros(len(edges) - 1)
     dt = np.diff(edges)
