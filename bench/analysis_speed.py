@@ -11,6 +11,8 @@ plus the in-process model calls, beside a baseline measured in the same run: pla
 pandas reading the same Feather files and grouping durations, counts, FLOPs and
 bytes per (chip, core, engine) -- the "same numbers" without overlap-aware unions,
 windows, normalisation or recommendations. Goal (issue 6): each command < 5 s.
+Each command's peak RSS is printed beside its time (the memory-mapped trace's pages
+it touched included).
 
     .venv/bin/python bench/analysis_speed.py [--instructions 10000000] [--repeat 3]
 """
@@ -18,6 +20,7 @@ windows, normalisation or recommendations. Goal (issue 6): each command < 5 s.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -178,15 +181,22 @@ def write_trace(path: Path, n_instructions: int, seed: int, matmul_speed: float 
     return path
 
 
-def wall(cmd: list[str], repeat: int) -> tuple[float, float]:
-    times = []
+def wall(cmd: list[str], repeat: int) -> tuple[float, float, float]:
+    """(best, median) wall time of a command, and its largest peak RSS in MiB (the child's
+    own ru_maxrss, read with wait4: file pages of the memory-mapped trace included)."""
+    times, peaks = [], []
     for _ in range(repeat):
         t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        stderr = proc.stderr.read()
+        proc.stderr.close()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         times.append(time.perf_counter() - t)
+        peaks.append(usage.ru_maxrss / 1024)
         if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
-    return min(times), statistics.median(times)
+            raise SystemExit(f"{' '.join(cmd)} failed: {stderr.strip()}")
+    return min(times), statistics.median(times), max(peaks)
 
 
 def pandas_baseline(path: Path) -> float:
@@ -237,12 +247,15 @@ def main() -> None:
                 t = time.perf_counter()
                 fn()
                 ts.append(time.perf_counter() - t)
-            rows.append((label, (min(ts), statistics.median(ts))))
+            rows.append((label, (min(ts), statistics.median(ts), None)))
         print(f"baseline: plain pandas read + groupby of the same columns: {base:.2f} s (best of {args.repeat})")
-        print(f"{'what':<46} {'best':>8} {'median':>8} {'ratio':>7}  goal")
-        for label, (best, med) in rows:
+        size = sum(f.stat().st_size for f in a.rglob("*") if f.is_file()) / 2**20
+        print(f"{'what':<46} {'best':>8} {'median':>8} {'ratio':>7} {'peak RSS':>9}  goal")
+        for label, (best, med, peak) in rows:
             goal = "< 5 s" if label.startswith("trnx") else ""
-            print(f"{label:<46} {best:>7.2f}s {med:>7.2f}s {best / base:>6.2f}x  {goal}")
+            rss = f"{peak:>5.0f} MiB" if peak is not None else ""
+            print(f"{label:<46} {best:>7.2f}s {med:>7.2f}s {best / base:>6.2f}x {rss:>9}  {goal}")
+        print(f"(peak RSS: the command's process, trace files memory-mapped; trace A is {size:.0f} MiB on disk)")
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
