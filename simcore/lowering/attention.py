@@ -68,7 +68,7 @@ RING = 3          # streamed K/V: load buffers in the ring
 def _work_bytes(hw: Hardware, s: AttentionShape, q_slots: int) -> int:
     """SBUF of everything but K/V: Q^T tiles and the per-unit outputs of `q_slots` units in flight,
     exp(S - max) of the LAG+1 chunks the tensor engine runs ahead, the P^T pieces of two chunks,
-    row statistics; training adds dO and the fp32 dQ accumulator per unit."""
+    row statistics; training adds dO, O and the fp32 dQ accumulator per unit."""
     P = hw.partitions
     dpass = math.ceil(s.d_qk / P)
     q = q_slots * dpass * P * P * 2                 # Q^T: 128 of d_qk on partitions x up to 128 query rows, bf16
@@ -76,7 +76,7 @@ def _work_bytes(hw: Hardware, s: AttentionShape, q_slots: int) -> int:
     pt = 2 * CHUNK * P * 2                          # P^T pieces copied out of PSUM, bf16
     out = q_slots * P * s.d_v * (4 + 2)             # running output (fp32) and the normalised bf16 tile stored
     stats = (LAG + 1) * P * 4 * 3                   # row max, row sum, rescale factor (fp32)
-    bwd = q_slots * P * (s.d_v * 2 + s.d_qk * 4) if s.backward else 0
+    bwd = q_slots * P * (s.d_v * 4 + s.d_qk * 4) if s.backward else 0
     return int(q + probs + pt + out + stats + bwd)
 
 
@@ -87,6 +87,10 @@ class _KvLoads:
     c_ld: np.ndarray       # the load each chunk reads
     rel_chunk: np.ndarray  # per load: the chunk whose last PV frees its buffer (-1: a free buffer)
     sbuf_bytes: int        # K/V buffers allocated: the most bytes ever loaded and not yet released
+    grp: np.ndarray        # per load: its buffer group (an owner when resident, the load itself when streamed)
+    grp_first_chunk: np.ndarray  # per group: the first chunk reading it
+    grp_last_chunk: np.ndarray   # per group: the last chunk reading it
+    depth: int             # a group's buffers are reused by the group `depth` later
 
 
 def _kv_loads(s: AttentionShape, n_units, u_seq, u_kvh, u_kv, u_nchunk, c_unit, c_local, gkey, resident: bool,
@@ -129,7 +133,10 @@ def _kv_loads(s: AttentionShape, n_units, u_seq, u_kvh, u_kv, u_nchunk, c_unit, 
     cs = np.concatenate([[0], np.cumsum(grp_bytes)])
     live = cs[grp + 1] - cs[np.maximum(rel_grp, -1) + 1]  # groups rel_grp+1 .. grp hold loaded keys
     rel_chunk = np.where(rel_grp >= 0, grp_last_chunk[np.maximum(rel_grp, 0)], -1)
-    return _KvLoads(ld_len, ld_key, c_ld, rel_chunk, int(live.max()))
+    grp_first_chunk = np.full(len(grp_last_chunk), len(c_ld), np.int64)
+    np.minimum.at(grp_first_chunk, grp[c_ld], np.arange(len(c_ld)))
+    grp_first_chunk = np.minimum(grp_first_chunk, grp_last_chunk)  # (every group is read; a guard)
+    return _KvLoads(ld_len, ld_key, c_ld, rel_chunk, int(live.max()), grp, grp_first_chunk, grp_last_chunk, depth)
 
 
 def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0: float = 0.0) -> float:
@@ -288,8 +295,8 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     b.dma(np.full(n_units, Q - 1), fin_key + 0.5, (u_rows * s.d_v * 2).astype(np.int64), u_rows, "sbuf", "hbm", (fin,), hw=hw)
     next_key = float(gkey[-1] + SLOTS * 2)
     if s.backward:
-        next_key = _lower_backward_extra(b, hw, s, c_unit, c_len, c_rows, sub_chunk, sub_len, sub_rows, NCH, NSUB,
-                                         k_dma, v_dma, c_ld, q_dma, next_key)
+        next_key = _lower_backward_extra(b, hw, s, kv, u_rows, first_chunk_of_unit, last_chunk_of_unit, c_unit, c_len,
+                                         c_rows, sub_chunk, sub_len, sub_rows, NCH, NSUB, next_key)
     if s.q_len <= 8 and not s.backward:  # decode: append the new tokens' K and V to the KV cache
         nb = s.batch * s.kv_heads * s.q_len * (s.d_qk + s.d_v) * 2
         b.dma(Q - 1, next_key, nb, min(P, s.batch * s.kv_heads * s.q_len), "sbuf", "hbm", hw=hw)
@@ -297,17 +304,58 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     return next_key
 
 
-def _lower_backward_extra(b, hw, s, c_unit, c_len, c_rows, sub_chunk, sub_len, sub_rows, NCH, NSUB, k_dma, v_dma, c_ld,
-                          q_dma, key0):
-    """Backward pass work per chunk beyond the recomputed forward: dP = dO V^T, dS on Vector,
-    and per 128-key piece dV += P^T dO, dK += dS^T Q, dQ += dS K (with dS transposes)."""
+def _lower_backward_extra(b, hw, s, kv, u_rows, first_chunk_of_unit, last_chunk_of_unit, c_unit, c_len, c_rows,
+                          sub_chunk, sub_len, sub_rows, NCH, NSUB, key0):
+    """The backward pass after the recomputed forward, in the same chunk order: dP = dO V^T and dS on
+    Vector per chunk; per 128-key piece dV += P^T dO, dK += dS^T Q, dQ += dS K (with dS transposes).
+    The forward's buffers have been reused by then, so it loads again what it reads -- K and V through
+    the forward's buffer groups (owners or ring slots, released the same way), Q, O and dO per unit
+    (released two units back) -- and stores dQ per unit and each group's dK, dV once its last chunk
+    is done."""
     P = hw.partitions
+    Q = hw.dma_queues
+    LQ = max(1, Q - 1)
+    n_units = len(u_rows)
+    NLD = len(kv.ld_len)
     key = key0 + np.arange(NCH) * SLOTS
-    ls = b.add(TENSOR, key, C.load_stationary_ns(hw), "LoadStationary", "bf16", (q_dma + c_unit,),
+    # ids in add order: K, V loads (trigger + transfer each), Q, dO, O loads, then the compute, then stores
+    id0 = b.count
+    k_ld, v_ld = id0 + NLD, id0 + 3 * NLD
+    q_ld = id0 + 4 * NLD + n_units
+    do_ld = id0 + 4 * NLD + 3 * n_units
+    c0 = id0 + 4 * NLD + 6 * n_units
+    ids_acc = c0 + 3 * NCH + 7 * NSUB
+    # K/V: a group's loads are issued before its first chunk; the group `depth` back (or an earlier one
+    # finished before this point in program order) frees its buffers
+    ld_key = key[kv.grp_first_chunk[kv.grp]] - 2
+    done_key = key[kv.grp_last_chunk] + 40
+    rel_grp = np.minimum(kv.grp - kv.depth, np.searchsorted(done_key, ld_key, side="left") - 1)
+    rel = np.where(rel_grp >= 0, ids_acc + kv.grp_last_chunk[np.maximum(rel_grp, 0)], -1)
+    # no more groups in flight than in the forward, whose footprint b.sbuf_bytes already holds
+    assert (kv.grp - rel_grp <= kv.depth).all()
+    got = b.dma(np.arange(NLD) % LQ, ld_key, (kv.ld_len * s.d_qk * 2).astype(np.int64), min(P, s.d_qk), "hbm", "sbuf",
+                hw=hw, trigger_deps=(rel,))
+    assert got[0] == k_ld
+    b.dma((np.arange(NLD) + 1) % LQ, ld_key + 0.5, (kv.ld_len * s.d_v * 2).astype(np.int64), P, "hbm", "sbuf", hw=hw,
+          trigger_deps=(rel,))
+    # Q, dO and O per unit
+    u_key = key[first_chunk_of_unit] - 1
+    u_done = key[last_chunk_of_unit] + 40
+    u_rel = np.minimum(np.arange(n_units) - 2, np.searchsorted(u_done, u_key, side="left") - 1)
+    urel = np.where(u_rel >= 0, ids_acc + last_chunk_of_unit[np.maximum(u_rel, 0)], -1)
+    for j, (width, parts) in enumerate(((s.d_qk, min(P, s.d_qk)), (s.d_v, u_rows), (s.d_v, u_rows))):
+        got = b.dma((np.arange(n_units) + 2 + j) % LQ, u_key + 0.1 * j, (u_rows * width * 2).astype(np.int64), parts,
+                    "hbm", "sbuf", hw=hw, trigger_deps=(urel,))
+        assert got[0] == (q_ld, do_ld, do_ld + 2 * n_units)[j]
+    o_ld = do_ld + 2 * n_units
+    c_grp_ld = kv.c_ld
+    ls = b.add(TENSOR, key, C.load_stationary_ns(hw), "LoadStationary", "bf16", (q_ld + c_unit,),
                bytes=(c_rows * P * 2).astype(np.int64))
-    dp = b.add(MATRIX, key + 1, C.matmul_ns(hw, c_len, "bf16"), "MultiplyMoving", "bf16", (ls, v_dma + c_ld),
-               flops=(2 * c_rows * s.d_v * c_len).astype(np.int64), bytes=(s.d_v * c_len * 2).astype(np.int64), pe=True)
-    ds = b.add(VECTOR, key + 2, C.vector_ns(hw, 2 * c_len, "fp32"), "TensorTensor", "fp32", (dp,),
+    assert ls[0] == c0
+    dp = b.add(MATRIX, key + 1, C.matmul_ns(hw, c_len, "bf16"), "MultiplyMoving", "bf16",
+               (ls, v_ld + c_grp_ld, do_ld + c_unit), flops=(2 * c_rows * s.d_v * c_len).astype(np.int64),
+               bytes=(s.d_v * c_len * 2).astype(np.int64), pe=True)
+    ds = b.add(VECTOR, key + 2, C.vector_ns(hw, 2 * c_len, "fp32"), "TensorTensor", "fp32", (dp, o_ld + c_unit),
                bytes=(c_rows * c_len * 12).astype(np.int64))
     sk = key[sub_chunk] + 10 + np.arange(NSUB) % 64 * 0.01
     flops_pv = (2 * sub_rows * sub_len * s.d_v).astype(np.int64)
@@ -322,11 +370,15 @@ def _lower_backward_extra(b, hw, s, c_unit, c_len, c_rows, sub_chunk, sub_len, s
     dk = b.add(MATRIX, sk + 0.005, C.matmul_ns(hw, np.full(NSUB, s.d_qk), "bf16"), "MultiplyMoving", "bf16", (ls2,),
                flops=flops_qk, pe=True)
     dq = b.add(MATRIX, sk + 0.006, C.matmul_ns(hw, np.full(NSUB, s.d_qk), "bf16"), "MultiplyMoving", "bf16",
-               (dk, k_dma + c_ld[sub_chunk]), flops=flops_qk, pe=True)
+               (dk, k_ld + c_grp_ld[sub_chunk]), flops=flops_qk, pe=True)
     last = dq[np.cumsum(np.bincount(sub_chunk, minlength=NCH)) - 1]
     acc = b.add(VECTOR, key + 40, C.vector_ns(hw, np.full(NCH, s.d_qk + s.d_v), "fp32"), "TensorTensor", "fp32", (last,),
                 bytes=(c_rows * (s.d_qk + s.d_v) * 12).astype(np.int64))
-    Q = hw.dma_queues
-    b.dma(Q - 1, key[-1] + 50, int(s.batch * s.kv_heads * s.kv_len * (s.d_qk + s.d_v) * 2), P, "sbuf", "hbm", (acc[-1:],),
-          hw=hw)
+    assert acc[0] == ids_acc
+    # dQ per unit after its last chunk; each group's dK and dV after its last chunk
+    b.dma(np.full(n_units, Q - 1), key[last_chunk_of_unit] + 41, (u_rows * s.d_qk * 2).astype(np.int64), u_rows, "sbuf",
+          "hbm", (acc[last_chunk_of_unit],), hw=hw)
+    g_keys = np.bincount(kv.grp, weights=kv.ld_len, minlength=len(kv.grp_last_chunk)).astype(np.int64)
+    b.dma(np.full(len(g_keys), Q - 1), key[kv.grp_last_chunk] + 41.5, g_keys * (s.d_qk + s.d_v) * 2, P, "sbuf", "hbm",
+          (acc[kv.grp_last_chunk],), hw=hw)
     return float(key[-1] + SLOTS * 2)

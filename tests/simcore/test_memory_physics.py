@@ -30,7 +30,7 @@ CASES = {
     "prefill-8b": dict(workload="llama3.1-8b", phase="prefill", seq=2048, layers=2, cores="0"),
     "decode-8b": dict(workload="llama3.1-8b", phase="decode", batch=1, context=4096, layers=2, cores="all"),
     "moe-layer": dict(workload="qwen3-30b-a3b", phase="prefill", seq=512, layers=1, dtype="mxfp8", cores="0"),
-    "train-8b": dict(workload="llama3.1-8b", phase="train", seq=256, layers=1),
+    "train-8b": dict(workload="llama3.1-8b", phase="train", seq=512, batch=6, layers=1, cores="0"),  # 6 K/V owners a core
     "trn2-prefill": dict(workload="llama3.1-8b", phase="prefill", seq=1024, layers=1, hardware="trn2", cores="0"),
     "trn2-decode": dict(workload="llama3.1-8b", phase="decode", batch=8, layers=2, hardware="trn2", cores="0"),
     "tp4-decode": dict(workload="llama3.1-8b", phase="decode", batch=8, layers=2, hardware="trn3-ultraserver-gen1",
