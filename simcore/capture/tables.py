@@ -76,16 +76,16 @@ def binned_bandwidth(served: list, t_end: int) -> tuple[np.ndarray, np.ndarray, 
     """Average read and write GB/s per time bin from the bytes each window's slices served."""
     width = max(1000, int(np.ceil(max(t_end, 1) / MAX_HBM_BINS)))
     edges = bin_edges(t_end, width)
-    if served:
-        parts = [s.intervals() for s in served]
-        a = np.concatenate([p[0] for p in parts])
-        w = np.concatenate([p[1] for p in parts])
-        r = np.concatenate([s.read for s in served])
-        wb = np.concatenate([s.write for s in served])
-        busy = (r > 0) | (wb > 0)  # idle slices add nothing
-        rd, wr = spread_bytes(a[busy], w[busy], [r[busy], wb[busy]], edges)
-    else:
-        rd = wr = np.zeros(len(edges) - 1)
+    rd = np.zeros(len(edges) - 1)
+    wr = np.zeros(len(edges) - 1)
+    for s in served:  # window by window: the busy slices only (idle ones add nothing)
+        busy = np.flatnonzero((s.read > 0) | (s.write > 0))
+        if not len(busy):
+            continue
+        a, w = s.intervals(busy)
+        r, x = spread_bytes(a, w, [s.read[busy], s.write[busy]], edges)
+        rd += r
+        wr += x
     dt = np.diff(edges)
     return edges[:-1].astype(np.int64), rd / dt, wr / dt
 

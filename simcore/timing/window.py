@@ -41,9 +41,10 @@ class HbmServed:
     write: np.ndarray
     t1: float = float("inf")
 
-    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each slice's (start, width), clipped to [t0, t1]."""
-        a = self.t0 + np.arange(len(self.read)) * self.slice_ns
+    def intervals(self, which: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(start, width) of each slice (or of the slices `which`), clipped to [t0, t1]."""
+        i = np.arange(len(self.read)) if which is None else which
+        a = self.t0 + i * self.slice_ns
         return a, np.maximum(np.minimum(a + self.slice_ns, self.t1) - a, 0.0)
 
 
