@@ -19,9 +19,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from explorer.model.events import DMA, INSTRUCTION, TABLE_NAMES, EventIndex
 from explorer.model.scope import Tracks, codes, num
+from explorer.model.table_chunks import ChunkedColumn, TrackRuns, whole_column
 from simcore.errors import UserError
 from simcore.trace import Trace
 
@@ -56,42 +58,45 @@ class CriticalPath:
                 "steps": self.steps.to_dict("records"), "time_by_track": self.time_by_track.to_dict("records")}
 
 
+class _End:
+    """start + dur at any rows, computed on access (no whole `end` column)."""
+
+    def __init__(self, start: ChunkedColumn, dur: ChunkedColumn) -> None:
+        self.start, self.dur = start, dur
+
+    def __getitem__(self, rows):
+        return self.start[rows] + self.dur[rows]
+
+
 class _Table:
-    """Columns of `instructions` or `dma` plus each row's position in (track, start) order."""
+    """Columns of `instructions` or `dma` (read in place, a row or a few at a time) plus each
+    row's position in (track, start) order."""
 
     def __init__(self, trace: Trace, code: int) -> None:
         t = trace.table(TABLE_NAMES[code])
+        self.table = t
         self.code = code
-        self.id = num(t, "id")
-        self.track = num(t, "track_id")
-        self.start = num(t, "start_ns")
-        self._dur = num(t, "dur_ns")
-        self.kernel = num(t, "kernel_id")
-        if code == INSTRUCTION:
-            c, v = codes(t, "opcode")
-            self._names = (c, np.asarray(v, dtype=object))
-        else:
-            s, sv = codes(t, "src")
-            d, dv = codes(t, "dst")
-            self._names = (s, d, np.asarray(sv, dtype=object), np.asarray(dv, dtype=object))
-        n = len(self.id)
+        # the memory-mapped chunks themselves: a walk reads a few rows, never whole columns
+        self.id = ChunkedColumn(t, "id")
+        self.track = ChunkedColumn(t, "track_id")
+        self.start = ChunkedColumn(t, "start_ns")
+        self._dur = ChunkedColumn(t, "dur_ns")
+        self.kernel = ChunkedColumn(t, "kernel_id")
+        self.end = _End(self.start, self._dur)
+        self._names = (ChunkedColumn(t, "opcode"),) if code == INSTRUCTION else (
+            ChunkedColumn(t, "src"), ChunkedColumn(t, "dst"))
         # rows grouped by track with starts sorted (what writers produce): the previous event on a
         # track is the previous row, and no order index is needed
-        self.key_sorted = True
-        if n > 1:
-            boundary = self.track[1:] != self.track[:-1]
-            slices = np.r_[0, np.flatnonzero(boundary) + 1]
-            grouped = len(np.unique(self.track[slices])) == len(slices)
-            self.key_sorted = grouped and bool((boundary | (self.start[1:] >= self.start[:-1])).all())
-
-    @cached_property
-    def end(self) -> np.ndarray:
-        return self.start + self._dur
+        runs = TrackRuns.of(t)
+        self.key_sorted = runs.grouped and runs.starts_sorted(t)
 
     @cached_property
     def order(self) -> np.ndarray:
         n = len(self.id)
-        return np.arange(n) if self.key_sorted else np.lexsort((np.arange(n), self.start, self.track))
+        if self.key_sorted:
+            return np.arange(n)
+        start, track = whole_column(self.table, "start_ns"), whole_column(self.table, "track_id")
+        return np.lexsort((np.arange(n), start, track))
 
     @cached_property
     def pos(self) -> np.ndarray:
@@ -101,10 +106,15 @@ class _Table:
 
     def name(self, row: int) -> str:
         if self.code == INSTRUCTION:
-            c, v = self._names
-            return str(v[c[row]])
-        s, d, sv, dv = self._names
-        return f"DMA {sv[s[row]]}->{dv[d[row]]}"
+            return str(self._names[0].value(row))
+        src, dst = self._names
+        return f"DMA {src.value(row)}->{dst.value(row)}"
+
+    def rows_of_kernel(self, kernel_id: int) -> np.ndarray:
+        """Rows of one kernel (Arrow compute over the chunks, no numpy copy of the column)."""
+        if not self.table.num_rows:
+            return np.zeros(0, np.int64)
+        return pc.indices_nonzero(pc.equal(self.table.column("kernel_id"), kernel_id)).to_numpy().astype(np.int64)
 
     def previous_rows(self, rows: np.ndarray) -> np.ndarray:
         """`previous` for many rows at once."""
@@ -256,7 +266,7 @@ class Dependencies:
         best: tuple[int, int] | None = None
         best_end = None
         for tcode, t in self._tables.items():
-            rows = np.flatnonzero(t.kernel == kernel_id)
+            rows = t.rows_of_kernel(kernel_id)
             if len(rows):
                 r = int(rows[np.argmax(t.end[rows])])
                 if best_end is None or t.end[r] > best_end:

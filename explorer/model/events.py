@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
-from explorer.model.scope import num
 from simcore.errors import UserError
 from simcore.trace import Trace
 
@@ -48,37 +48,65 @@ class Event:
         return {**self.__dict__, "end_ns": self.end_ns, "node": self.node}
 
 
+class _SortedIds:
+    """One table's ids, searchable: the memory-mapped chunks themselves when the table is in id
+    order (what writers produce; no copy at all), else a sorted copy and the sorting rows."""
+
+    def __init__(self, table: pa.Table) -> None:
+        col = table.column("id")
+        chunks = [c.to_numpy(zero_copy_only=False) for c in col.chunks if len(c)]
+        self.n = sum(len(c) for c in chunks)
+        in_order = all(bool((c[1:] >= c[:-1]).all()) for c in chunks) and all(
+            int(b[0]) >= int(a[-1]) for a, b in zip(chunks, chunks[1:]))
+        self.order: np.ndarray | None = None
+        if not in_order:
+            ids = np.concatenate(chunks)
+            self.order = np.argsort(ids, kind="stable")
+            chunks = [ids[self.order]]
+        self.chunks = chunks
+        self.offsets = np.r_[0, np.cumsum([len(c) for c in chunks], dtype=np.int64)].astype(np.int64)
+        self.lasts = np.array([int(c[-1]) for c in chunks], dtype=np.int64)
+
+    def find(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, row) per id: the first row holding it (the smallest such row)."""
+        found = np.zeros(len(q), bool)
+        pos = np.zeros(len(q), np.int64)
+        if not self.n or not len(q):
+            return found, pos
+        # the first occurrence of an id lies in the first chunk whose last id is >= it
+        which = np.searchsorted(self.lasts, q, side="left")
+        by_chunk = np.argsort(which, kind="stable")
+        bounds = np.searchsorted(which[by_chunk], np.arange(len(self.chunks) + 1))
+        for c in np.flatnonzero(np.diff(bounds)).tolist():
+            sel = by_chunk[bounds[c]:bounds[c + 1]]
+            ids = self.chunks[c]
+            p = np.minimum(np.searchsorted(ids, q[sel]), len(ids) - 1)
+            found[sel] = ids[p] == q[sel]
+            pos[sel] = p + self.offsets[c]
+        row = pos if self.order is None else self.order[pos]
+        return found, row
+
+
 class EventIndex:
     """Sorted ids of every instruction and DMA transfer, with their table and row."""
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        # per table: ids in sorted order and, when the table is not sorted by id, the sorting rows
-        self._sorted: list[tuple[np.ndarray, np.ndarray | None]] = []
-        for name in TABLE_NAMES:
-            ids = num(trace.table(name), "id")
-            if len(ids) > 1 and not (ids[1:] >= ids[:-1]).all():
-                order = np.argsort(ids, kind="stable")
-                self._sorted.append((ids[order], order))
-            else:
-                self._sorted.append((ids, None))
+        self._ids = [_SortedIds(trace.table(name)) for name in TABLE_NAMES]
 
     def __len__(self) -> int:
-        return sum(len(ids) for ids, _ in self._sorted)
+        return sum(ids.n for ids in self._ids)
 
     def locate(self, event_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(table code, row) per id; table -1 where the id is not an event of this trace."""
         q = np.asarray(event_ids, dtype=np.int64)
         table = np.full(len(q), -1, np.int64)
         row = np.full(len(q), -1, np.int64)
-        for code, (ids, order) in enumerate(self._sorted):
-            if not len(ids):
-                continue
-            pos = np.searchsorted(ids, q)
-            pos_c = np.minimum(pos, len(ids) - 1)
-            found = (table < 0) & (ids[pos_c] == q)
-            table[found] = code
-            row[found] = pos_c[found] if order is None else order[pos_c[found]]
+        for code, ids in enumerate(self._ids):
+            open_ = np.flatnonzero(table < 0)
+            found, r = ids.find(q[open_])
+            table[open_[found]] = code
+            row[open_[found]] = r[found]
         return table, row
 
     def event(self, event_id: int) -> Event:

@@ -28,6 +28,7 @@ from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.intervals import mean_concurrency, union_length_per_group
 from explorer.model.peaks import Peaks
 from explorer.model.scope import COLLECTIVE_KINDS, Tracks, codes, num, strings
+from explorer.model.table_chunks import TrackRuns, batches, take_rows
 from simcore.errors import UserError
 from simcore.trace import Trace
 
@@ -77,11 +78,14 @@ def _rate(num_: np.ndarray, dur_ns: np.ndarray, scale: float) -> np.ndarray:
 class Hierarchy:
     """Metrics for every op and kernel of a trace, and the tree that links them."""
 
-    def __init__(self, trace: Trace, tracks: Tracks | None = None, peaks: Peaks | None = None) -> None:
+    def __init__(self, trace: Trace, tracks: Tracks | None = None, peaks: Peaks | None = None,
+                 events: EventIndex | None = None) -> None:
         self.trace = trace
         self.tracks = tracks or Tracks.of(trace)
         self.peaks = peaks or Peaks.from_meta(trace.hardware)
         self.total_ns = max(trace.duration_ns, 1)
+        if events is not None:  # e.g. the timeline's (`TraceIndex.events`): one id index per trace
+            self.__dict__["events"] = events
 
     # -- kernels -------------------------------------------------------------------
     @cached_property
@@ -147,23 +151,28 @@ class Hierarchy:
         busy = np.zeros(n)
         count = np.zeros(n, np.int64)
         if ins.num_rows and n:
-            # rows come in long runs of one kernel on one track: resolve each run once
-            kid = num(ins, "kernel_id")
-            tid = self.tracks.check("instructions", num(ins, "track_id"))
-            first = np.r_[0, np.flatnonzero((kid[1:] != kid[:-1]) | (tid[1:] != tid[:-1])) + 1]
-            run_len = np.diff(np.r_[first, len(kid)])
-            run_dur = np.add.reduceat(num(ins, "dur_ns"), first).astype(np.float64)
-            kidx = self._kernel_index(ids, kid[first])
+            TrackRuns.of(ins, self.tracks, "instructions")  # checks every track id
             kind_idx = np.full(len(self.tracks), -1, np.int64)
             for i, kind in enumerate(_ENGINE_ROWS):
                 kind_idx[self.tracks.kind == kind] = i
-            row_kind = kind_idx[tid[first]]
-            ok = (kidx >= 0) & (row_kind >= 0)
-            per = np.bincount(kidx[ok] * len(_ENGINE_ROWS) + row_kind[ok], weights=run_dur[ok],
-                              minlength=n * len(_ENGINE_ROWS)).reshape(n, len(_ENGINE_ROWS))
-            busy = per.max(axis=1)
-            has = kidx >= 0
-            count = np.rint(np.bincount(kidx[has], weights=run_len[has], minlength=n)).astype(np.int64)
+            per = np.zeros(n * len(_ENGINE_ROWS))
+            counted = np.zeros(n)
+            # batch by batch (no whole-column copies); rows come in long runs of one kernel on
+            # one track: resolve each run once (a run cut by a batch edge is two: same sums)
+            for _, c, _ in batches(ins, ("kernel_id", "track_id", "dur_ns")):
+                kid, tid = c["kernel_id"], c["track_id"]
+                first = np.r_[0, np.flatnonzero((kid[1:] != kid[:-1]) | (tid[1:] != tid[:-1])) + 1]
+                run_len = np.diff(np.r_[first, len(kid)])
+                run_dur = np.add.reduceat(c["dur_ns"], first).astype(np.float64)
+                kidx = self._kernel_index(ids, kid[first])
+                row_kind = kind_idx[tid[first]]
+                ok = (kidx >= 0) & (row_kind >= 0)
+                per += np.bincount(kidx[ok] * len(_ENGINE_ROWS) + row_kind[ok], weights=run_dur[ok],
+                                   minlength=n * len(_ENGINE_ROWS))
+                has = kidx >= 0
+                counted += np.bincount(kidx[has], weights=run_len[has], minlength=n)
+            busy = per.reshape(n, len(_ENGINE_ROWS)).max(axis=1)
+            count = np.rint(counted).astype(np.int64)
         dma = self.trace.dma
         dma_busy = np.zeros(n)
         dma_count = np.zeros(n, np.int64)
@@ -396,7 +405,7 @@ class Hierarchy:
             rows = rows_where(full, "kernel_id", kernel_id)
             if not len(rows):
                 continue
-            table = full.take(rows)  # only this kernel's rows: no copy of whole (chunked) columns
+            table = take_rows(full, rows)  # only this kernel's rows, chunk by chunk: no whole-column copies
             start = num(table, "start_ns")
             dur = num(table, "dur_ns")
             tid = num(table, "track_id")

@@ -18,6 +18,7 @@ from explorer.model.hierarchy import Hierarchy, rows_where
 from explorer.model.intervals import union_length_per_group
 from explorer.model.scope import DMA_KIND, ENGINE_OF_KIND, ENGINES, codes, num
 from explorer.model.summary import SMALL_DMA_BYTES_PER_PARTITION
+from explorer.model.table_chunks import take_rows
 from simcore.errors import UserError
 from simcore.trace import Trace
 
@@ -95,9 +96,9 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
     tracks = h.tracks
     notes: list[str] = []
 
-    # only this kernel's rows, taken by Arrow (no whole-column copies of a many-chunk table)
+    # only this kernel's rows, taken chunk by chunk (no whole-column copies of a many-chunk table)
     sel = rows_where(trace.instructions, "kernel_id", kernel_id)
-    ins = trace.instructions.take(sel)
+    ins = take_rows(trace.instructions, sel)
     tid = num(ins, "track_id") if len(sel) else np.array([], np.int32)
     start = num(ins, "start_ns") if len(sel) else np.array([], np.int64)
     d = num(ins, "dur_ns") if len(sel) else np.array([], np.int64)
@@ -132,7 +133,7 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
         notes.append("no instruction-level detail for this kernel's core: engine breakdown and mix are empty.")
 
     dsel = rows_where(trace.dma, "kernel_id", kernel_id)
-    dma = trace.dma.take(dsel)
+    dma = take_rows(trace.dma, dsel)
     if len(dsel):
         q = pd.DataFrame({
             "track_id": num(dma, "track_id"),

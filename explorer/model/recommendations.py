@@ -21,6 +21,7 @@ from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.hierarchy import Hierarchy
 from explorer.model.scope import COUNTER_KIND, num, strings
 from explorer.model.summary import SMALL_DMA_BYTES_PER_PARTITION, Summary, summarize
+from explorer.model.table_chunks import pick, take
 from simcore.trace import Trace
 from simcore.trace.schema import COUNTER_THROTTLE
 
@@ -169,23 +170,24 @@ def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
     tracks = c.h.tracks
     src_t, src_r = c.events.locate(num(flows, "src_id"))
     dst_t, dst_r = c.events.locate(num(flows, "dst_id"))
-    tid = num(ins, "track_id")
     is_tensor_track = np.isin(tracks.kind, ["tensor", "tensor_matrix"])
     ok = (src_t == DMA) & (dst_t == INSTRUCTION)
-    ok[ok] &= is_tensor_track[tid[dst_r[ok]]]
+    # only the rows flows point at are read (gathers from the chunks, no whole columns)
+    ok[ok] &= is_tensor_track[take(ins, "track_id", dst_r[ok])]
     if not ok.any():
         return []
     rows = dst_r[ok]
-    dma_end = num(c.trace.dma, "start_ns")[src_r[ok]] + num(c.trace.dma, "dur_ns")[src_r[ok]]
-    start = num(ins, "start_ns")
-    end = start + num(ins, "dur_ns")
+    dma, src = c.trace.dma, src_r[ok]
+    dma_end = take(dma, "start_ns", src) + take(dma, "dur_ns", src)
+    start = take(ins, "start_ns", rows)
     prev = _Table(c.trace, INSTRUCTION).previous_rows(rows)  # the previous instruction on the same track
-    free_at = np.where(prev >= 0, end[np.maximum(prev, 0)], c.trace.span_ns[0])
-    kern = num(ins, "kernel_id")[rows]
+    before = np.maximum(prev, 0)
+    free_at = np.where(prev >= 0, take(ins, "start_ns", before) + take(ins, "dur_ns", before), c.trace.span_ns[0])
+    kern = take(ins, "kernel_id", rows)
     k_start = c.kernels.set_index("kernel_id")["start_ns"]
     ks = pd.Series(kern).map(k_start).fillna(c.trace.span_ns[0]).to_numpy(np.int64)
     free_at = np.maximum(free_at, ks)  # before its kernel began, idling is not this kernel's wait
-    wait = np.clip(np.minimum(dma_end, start[rows]) - free_at, 0, None)
+    wait = np.clip(np.minimum(dma_end, start) - free_at, 0, None)
     frame = pd.DataFrame({"row": rows, "wait": wait, "kernel": kern}).groupby("row").agg(
         wait=("wait", "max"), kernel=("kernel", "first"))
     total_wait = int(frame["wait"].sum())
@@ -198,9 +200,12 @@ def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
     if len(k):
         links.append(_kernel_link(k.iloc[0], "most tensor-engine wait"))
     worst = int(frame["wait"].idxmax())
-    wid = int(num(ins, "id")[worst])
-    links.append(Link(f"longest wait before instruction:{wid}", f"instruction:{wid}", (int(tid[worst]),),
-                      int(start[worst] - frame.loc[worst, "wait"]), int(end[worst])))
+    one = np.array([worst])
+    wid = int(take(ins, "id", one)[0])
+    w_start = int(take(ins, "start_ns", one)[0])
+    w_end = w_start + int(take(ins, "dur_ns", one)[0])
+    links.append(Link(f"longest wait before instruction:{wid}", f"instruction:{wid}",
+                      (int(take(ins, "track_id", one)[0]),), int(w_start - frame.loc[worst, "wait"]), w_end))
     return [Recommendation(
         "tensor_waiting_on_dma",
         f"The tensor engine sat idle {total_wait:,} ns waiting for DMA transfers",
@@ -225,9 +230,9 @@ def throttling(c: _Context) -> list[Recommendation]:
     tracks = c.h.tracks
     thr = np.flatnonzero((tracks.kind == COUNTER_KIND) & (tracks.name == COUNTER_THROTTLE))
     ctr = c.trace.counters
-    tid = num(ctr, "track_id")
-    sel = np.flatnonzero(np.isin(tid, thr))
-    tid, time, value = tid[sel], num(ctr, "time_ns")[sel], num(ctr, "value")[sel]
+    is_thr = np.zeros(len(tracks), bool)
+    is_thr[thr] = True
+    tid, time, value = pick(ctr, ("track_id", "time_ns", "value"), is_thr)  # only the Throttling samples
     order = np.lexsort((time, tid))
     tid, time, value = tid[order], time[order], value[order]
     nxt = np.r_[time[1:], 0]

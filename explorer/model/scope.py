@@ -106,13 +106,19 @@ class Tracks:
         """`track_ids` unchanged, or a one-sentence UserError naming a track the tracks table lacks."""
         if len(track_ids):
             lo, hi = int(track_ids.min()), int(track_ids.max())
-            bad = lo if lo < 0 else hi if hi >= len(self.kind) else None
-            if bad is None:
-                unknown = (np.bincount(track_ids, minlength=len(self.kind)) > 0) & (self.kind == "")
-                bad = int(np.flatnonzero(unknown)[0]) if unknown.any() else None
-            if bad is not None:
-                raise UserError(f"the trace's {table} table refers to track {bad}, which its tracks table lacks.")
+            valid = lo >= 0 and hi < len(self.kind)
+            self.check_bounds(table, lo, hi, np.bincount(track_ids, minlength=len(self.kind)) if valid else None)
         return track_ids
+
+    def check_bounds(self, table: str, lo: int, hi: int, rows_per_track: np.ndarray | None) -> None:
+        """`check` from a table's smallest and largest track id and its rows per track id
+        (what a pass over its batches gathers); counts are only read when lo and hi are valid."""
+        bad = lo if lo < 0 else hi if hi >= len(self.kind) else None
+        if bad is None:
+            unknown = (rows_per_track > 0) & (self.kind == "")
+            bad = int(np.flatnonzero(unknown)[0]) if unknown.any() else None
+        if bad is not None:
+            raise UserError(f"the trace's {table} table refers to track {bad}, which its tracks table lacks.")
 
     def of_kind(self, *kinds: str) -> np.ndarray:
         """Boolean mask over track ids."""

@@ -19,20 +19,20 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from explorer.model.engine_time import engine_activity
+from explorer.model.engine_time import Window, core_activity
 from explorer.model.intervals import (
     clip,
-    covered_by_runs,
     overlap_fraction,
     overlaps,
     sum_per_group,
-    union_length_by_track_groups,
     union_length_per_group,
     union_runs_per_group,
 )
 from explorer.model.metrics import METRIC_NAMES
 from explorer.model.peaks import Peaks
+from explorer.model.table_chunks import TrackReader, TrackRuns, batches, pick
 from explorer.model.scope import (
     CC_KIND,
     COUNTER_KIND,
@@ -150,7 +150,6 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     engine_of_track = np.full(len(tracks), -1, np.int64)
     for kind, engine in ENGINE_OF_KIND.items():
         engine_of_track[tracks.kind == kind] = ENGINES.index(engine)
-    active_runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     empty = np.array([], dtype=np.int64)
     kernel_runs = (empty, empty, empty)
 
@@ -176,17 +175,13 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
         out["hbm_write_bytes"] += np.bincount(k_unit, weights=num(kernels, "hbm_write_bytes")[idx] * frac, minlength=units.n)
         s, e = clip(start, end, t0, t1)
         kernel_runs = union_runs_per_group(k_unit, s, e)
-        active_runs.append(kernel_runs)
 
     instrumented = np.zeros(units.n, dtype=bool)
-    # -- instructions: engine active time, counts, transposes --------------------------
-    ins = trace.instructions
-    if ins.num_rows:
-        tid = tracks.check("instructions", num(ins, "track_id"))
-        start = num(ins, "start_ns")
-        end = start + num(ins, "dur_ns")
-        rows_per_track = np.bincount(tid, minlength=len(tracks))[: len(tracks)]
-        has_rows = rows_per_track > 0
+    # -- which units have instructions and DMA (one pass over each table's track_id) ----
+    ins, dma = trace.instructions, trace.dma
+    ins_runs = TrackRuns.of(ins, tracks, "instructions") if ins.num_rows else None
+    if ins_runs is not None:
+        has_rows = ins_runs.rows_per_track > 0
         flags["has_work"][track_unit[has_rows & (tracks.chip >= 0)]] = True
         # an instrumented unit has engine instructions; its engines count even when idle
         instrumented[track_unit[has_rows & (engine_of_track >= 0) & (tracks.chip >= 0)]] = True
@@ -194,68 +189,38 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
             sel = (engine_of_track == i) & in_tracks & (tracks.chip >= 0)
             flags[f"has_{e}"][track_unit[sel]] = True
             flags[f"has_{e}"] &= instrumented
-        keep = None
-        if not (whole and all_tracks):
-            keep = in_tracks[tid] & overlaps(start, end, t0, t1)
-            tid, start, end = tid[keep], start[keep], end[keep]
-        s, e = (start, end) if whole else clip(start, end, t0, t1)
-        group_of_track = np.where(engine_of_track >= 0, track_unit * len(ENGINES) + np.maximum(engine_of_track, 0),
-                                  units.n * len(ENGINES))
-        n_groups = units.n * len(ENGINES) + 1
-        cnt, act, outside = engine_activity(tid, s, e, group_of_track, track_unit, n_groups, kernel_runs)
-        cnt = cnt[:-1].reshape(units.n, len(ENGINES))
-        act = act[:-1].reshape(units.n, len(ENGINES))
-        active_runs.extend(outside)  # a core's total active time: its kernel runs plus what lies outside them
-        for i, eng_name in enumerate(ENGINES):
-            out[f"{eng_name}_engine_instruction_count"] += cnt[:, i]
-            out[f"{eng_name}_engine_active_time_ns"] += act[:, i]
-        out["instruction_count"] += cnt.sum(axis=1)
-        op_codes, op_vocab = codes(ins, "opcode")
-        tcode = code_of(op_vocab, OPCODE_TRANSPOSE)
-        if tcode >= 0:
-            if keep is not None:
-                op_codes = op_codes[keep]
-            tr = np.flatnonzero(op_codes == tcode)
-            if len(tr):
-                d_codes, d_vocab = codes(ins, "dtype")
-                rows = tr if keep is None else np.flatnonzero(keep)[tr]
-                fl = num(ins, "flops")[rows] * overlap_fraction(start[tr], end[tr], t0, t1)
-                w = _weights(peaks, d_vocab)[d_codes[rows]]
-                np.add.at(out["transpose_flops"], track_unit[tid[tr]], fl)
-                np.add.at(out["transpose_flops_bf16"], track_unit[tid[tr]], np.nan_to_num(fl * w))
-
-    # -- DMA: active time, transfers, small transfers -----------------------------------
-    dma = trace.dma
-    if dma.num_rows:
-        tid = tracks.check("dma", num(dma, "track_id"))
-        start = num(dma, "start_ns")
-        end = start + num(dma, "dur_ns")
-        rows_per_track = np.bincount(tid, minlength=len(tracks))[: len(tracks)]
-        flags["has_work"][track_unit[(rows_per_track > 0) & (tracks.chip >= 0)]] = True
-        instrumented[track_unit[(rows_per_track > 0) & (tracks.chip >= 0)]] = True
+    dma_runs = TrackRuns.of(dma, tracks, "dma") if dma.num_rows else None
+    if dma_runs is not None:
+        has_rows = dma_runs.rows_per_track > 0
+        flags["has_work"][track_unit[has_rows & (tracks.chip >= 0)]] = True
+        instrumented[track_unit[has_rows & (tracks.chip >= 0)]] = True
         flags["has_dma"][track_unit[(tracks.kind == DMA_KIND) & in_tracks & (tracks.chip >= 0)]] = True
         flags["has_dma"] &= instrumented
-        keep = in_tracks[tid] & overlaps(start, end, t0, t1)
-        tid, start, end = tid[keep], start[keep], end[keep]
-        unit = track_unit[tid]
-        nbytes = num(dma, "bytes")[keep]
-        parts = np.maximum(num(dma, "partitions")[keep], 1)
-        s, e = clip(start, end, t0, t1)
-        out["dma_active_time_ns"] += union_length_per_group(unit, s, e, units.n)
-        outside = ~covered_by_runs(unit, s, e, *kernel_runs)
-        if outside.any():
-            active_runs.append((unit[outside], s[outside], e[outside]))
-        out["dma_transfer_count"] += np.bincount(unit, minlength=units.n)
-        out["dma_transfer_total_bytes"] += sum_per_group(unit, nbytes.astype(np.int64), units.n)
-        small = nbytes < SMALL_DMA_BYTES_PER_PARTITION * parts
-        out["dma_small_transfer_count"] += np.bincount(unit[small], minlength=units.n)
 
-    # -- total active: union of kernels, engine runs and DMA runs per unit --------------
-    if active_runs:
-        g = np.concatenate([r[0] for r in active_runs])
-        s = np.concatenate([r[1] for r in active_runs])
-        e = np.concatenate([r[2] for r in active_runs])
-        out["total_active_time_ns"] += union_length_per_group(g, s, e, units.n)
+    # -- engine busy time and counts, DMA totals and each unit's total active time, -----
+    # -- one unit's track slices at a time (explorer.model.engine_time) -----------------
+    window = Window(t0, t1, whole, in_tracks, all_tracks)
+    group_of_track = np.where(engine_of_track >= 0, track_unit * len(ENGINES) + np.maximum(engine_of_track, 0),
+                              units.n * len(ENGINES))
+    n_groups = units.n * len(ENGINES) + 1
+    act = core_activity(
+        TrackReader(ins, ins_runs) if ins_runs is not None else None,
+        TrackReader(dma, dma_runs) if dma_runs is not None else None,
+        track_unit, group_of_track, units.n, n_groups, kernel_runs, window, SMALL_DMA_BYTES_PER_PARTITION,
+    )
+    cnt = act.engine_count[:-1].reshape(units.n, len(ENGINES))
+    busy = act.engine_active[:-1].reshape(units.n, len(ENGINES))
+    for i, eng_name in enumerate(ENGINES):
+        out[f"{eng_name}_engine_instruction_count"] += cnt[:, i]
+        out[f"{eng_name}_engine_active_time_ns"] += busy[:, i]
+    out["instruction_count"] += cnt.sum(axis=1)
+    out["dma_active_time_ns"] += act.dma_active
+    out["dma_transfer_count"] += act.dma_count
+    out["dma_transfer_total_bytes"] += act.dma_bytes
+    out["dma_small_transfer_count"] += act.dma_small
+    out["total_active_time_ns"] += act.total_active
+    if ins.num_rows:
+        _transposes(ins, window, track_unit, peaks, out)
 
     _collectives(trace, scope, tracks, in_tracks, track_unit, units, out)
     _throttle(trace, scope, tracks, track_unit, flags, units, out)
@@ -264,6 +229,37 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     frame = pd.DataFrame({"chip": chip, "core": core, **out, **flags})
     frame.index.name = "unit"
     return frame
+
+
+def _transposes(ins: pa.Table, window: Window, track_unit: np.ndarray, peaks: Peaks, out: dict[str, np.ndarray]) -> None:
+    """FLOPs of Transpose instructions in scope (raw and BF16-normalised) per unit, batch by
+    batch in row order, reading `flops` and `dtype` only at the Transpose rows."""
+    t0, t1 = window.t0, window.t1
+    columns = ("opcode", "track_id", "start_ns", "dur_ns", "flops", "dtype")
+    for _, c, batch in batches(ins, columns):
+        opcode, dtype = batch.column(0), batch.column(5)
+        if not pa.types.is_dictionary(opcode.type):
+            opcode = opcode.dictionary_encode()
+            c["opcode"] = opcode.indices.to_numpy(zero_copy_only=False)
+        tcode = code_of(opcode.dictionary.to_pylist(), OPCODE_TRANSPOSE)
+        if tcode < 0:
+            continue
+        tr = np.flatnonzero(c["opcode"] == tcode)
+        if not len(tr):
+            continue
+        tid = c["track_id"][tr]
+        start = c["start_ns"][tr]
+        end = start + c["dur_ns"][tr]
+        if not (window.whole and window.all_tracks):
+            keep = window.in_tracks[tid] & overlaps(start, end, t0, t1)
+            tr, tid, start, end = tr[keep], tid[keep], start[keep], end[keep]
+        if not pa.types.is_dictionary(dtype.type):
+            dtype = dtype.dictionary_encode()
+            c["dtype"] = dtype.indices.to_numpy(zero_copy_only=False)
+        fl = c["flops"][tr] * overlap_fraction(start, end, t0, t1)
+        w = _weights(peaks, dtype.dictionary.to_pylist())[c["dtype"][tr]]
+        np.add.at(out["transpose_flops"], track_unit[tid], fl)
+        np.add.at(out["transpose_flops_bf16"], track_unit[tid], np.nan_to_num(fl * w))
 
 
 def _weights(peaks: Peaks, vocab: list[str]) -> np.ndarray:
@@ -300,11 +296,10 @@ def _throttle(trace: Trace, scope: Scope, tracks: Tracks, track_unit: np.ndarray
     if not is_thr.any():
         return
     ctr = trace.counters
-    tid = tracks.check("counters", num(ctr, "track_id"))
-    sel = np.flatnonzero(is_thr[tid])
-    if not len(sel):
+    TrackRuns.of(ctr, tracks, "counters")  # checks every track id
+    tid, time, value = pick(ctr, ("track_id", "time_ns", "value"), is_thr)  # only the Throttling samples
+    if not len(tid):
         return
-    tid, time, value = tid[sel], num(ctr, "time_ns")[sel], num(ctr, "value")[sel]
     order = np.lexsort((time, tid))
     tid, time, value = tid[order], time[order], value[order]
     nxt = np.empty_like(time)

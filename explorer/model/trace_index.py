@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from explorer.model.counter_bins import CounterSeries
+from explorer.model.events import TABLE_NAMES as EVENT_TABLES
+from explorer.model.events import EventIndex
 from explorer.model.lod import Coverage, is_disjoint, prefix_sum
 from simcore.errors import UserError
 from simcore.trace import Trace
@@ -305,7 +307,7 @@ class TraceIndex:
         self.counters: dict[int, CounterSeries] = {}
         self.hierarchy: Hierarchy | None = None
         self._colours: dict[str, ColourCodes] = {}
-        self._id_index: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        self._events: EventIndex | None = None
 
     # -- building ----------------------------------------------------------------
     @classmethod
@@ -386,24 +388,18 @@ class TraceIndex:
 
     def find_id(self, event_id: int) -> EventRef | None:
         """The instruction or DMA transfer with this event id."""
-        for name in ("instructions", "dma"):
-            ids, order = self._ids(name)
-            i = int(np.searchsorted(ids, event_id))
-            if i < len(ids) and ids[i] == event_id:
-                return EventRef(name, int(i if order is None else order[i]))
-        return None
+        table, row = self.events.locate(np.array([event_id], dtype=np.int64))
+        if table[0] < 0:
+            return None
+        return EventRef(EVENT_TABLES[int(table[0])], int(row[0]))
 
-    def _ids(self, name: str) -> tuple[np.ndarray, np.ndarray | None]:
-        got = self._id_index.get(name)
-        if got is None:
-            ids = column_numpy(self.tables[name].table, "id")
-            if len(ids) > 1 and not bool((ids[1:] > ids[:-1]).all()):
-                order = np.argsort(ids, kind="stable")
-                got = (ids[order], order)
-            else:
-                got = (ids, None)
-            self._id_index[name] = got
-        return got
+    @property
+    def events(self) -> EventIndex:
+        """id -> (table, row) of every instruction and DMA transfer, built on first use (it reads
+        the memory-mapped id chunks in place); the analyses share it (`Hierarchy(events=...)`)."""
+        if self._events is None:
+            self._events = EventIndex(self.trace)
+        return self._events
 
     def event_name(self, ref: EventRef) -> str:
         t = self.tables[ref.table]

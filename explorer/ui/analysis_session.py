@@ -53,7 +53,7 @@ class TraceAnalysis:
         """All of it, the same calls `trnx summary --json` makes (run it off the GUI thread)."""
         trace = index.trace
         summary, per_chip = summarize_trace_and_chips(trace)  # = summarize(trace), summarize_per_chip(trace)
-        h = Hierarchy(trace)
+        h = Hierarchy(trace, events=index.events)  # the timeline's id index, not a second one
         h.children("")  # the tree's top level and its child index
         _ = h.events  # id -> row, for timeline -> tree
         recs = recommend(trace, hierarchy=h, summary=summary)
