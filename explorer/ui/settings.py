@@ -15,7 +15,10 @@ from explorer.ui.recent import settings as app_settings
 GEOMETRY = "window/geometry"
 STATE = "window/state"
 THEME = "appearance/theme"
-STATE_VERSION = 1  # bump when the docks change so an old layout is not applied to new docks
+# bump when the docks change so an old layout is not applied to new docks: 2 since the analysis
+# docks (Summary, Recommendations, Operators, Kernel details, Dependencies); a version-1 layout
+# would have put all of them in the bottom tab group
+STATE_VERSION = 2
 
 __all__ = ["GEOMETRY", "STATE", "THEME", "WindowPersistence", "app_settings"]
 
