@@ -13,8 +13,10 @@ Offscreen at 1920x1080 (QT_QPA_PLATFORM=offscreen). Prints, for our timeline:
 - frame times while panning (A/D steps) at a coarse, a medium and a deep zoom;
 - the CPU time of the same frames (process time: what a frame costs whatever else
   a shared machine runs; wall time is what the goals are about);
-- peak memory (ru_maxrss) above the Qt baseline (RSS with an empty window), against
-  twice the trace's size on disk;
+- peak memory (ru_maxrss: the memory-mapped trace's pages the process touched count) above
+  the Qt baseline (RSS with an empty window), against twice the trace's size on disk,
+  read once the analysis panels (summary, operator tree, recommendations: computed on
+  their worker from the moment the trace is shown, while the walks run) are done;
 and the same zoom/pan scenario drawn by naive pyqtgraph BarGraphItems holding the
 first `--baseline-events` instructions, measured in the same run, with the ratios:
 A, one item with a brush per bar coloured by opcode (the same picture as ours);
@@ -132,6 +134,17 @@ def run_ours(path: Path, repeat: int) -> dict:
             i += len(frames)
     pans = {w: pan_scenario(tl.viewport.set_range, frame, lo, hi, w) for w in ((hi - lo) / 2, 1e5, 2e3)}
     QApplication.processEvents()
+    peak_timeline = peak_mb()
+    # the analysis panels (summary, operator tree, recommendations) computed on their worker
+    # since the trace was shown: wait for them, so the peak below includes them
+    session = window.analysis.session
+    while session.analysis is None:
+        if not session.computing:
+            raise SystemExit("the analyses failed")
+        app.processEvents()
+        time.sleep(0.002)
+    analyses_s = time.perf_counter() - t_open
+    QApplication.processEvents()
     index = window.loaded.index
     result = {
         "events": index.event_count,
@@ -144,6 +157,8 @@ def run_ours(path: Path, repeat: int) -> dict:
         "pans": pans,
         "qt_baseline_mb": qt_baseline,
         "peak_mb": peak_mb(),
+        "peak_timeline_mb": peak_timeline,
+        "analyses_s": analyses_s,
         "visible_rows": len(tl.canvas.visible_geoms()[1]),
     }
     window.close()
@@ -258,9 +273,11 @@ def report(ours: dict, naive: dict, best: dict, trace: Path) -> None:
               f"   B {stats(b)[0]:7.2f} ms ({stats(b)[0] / m:.1f}x)")
     extra = ours["peak_mb"] - ours["qt_baseline_mb"]
     budget = 2 * size_mb
-    print(f"\npeak memory: {ours['peak_mb']:.0f} MiB; Qt baseline (empty window) {ours['qt_baseline_mb']:.0f} MiB; "
+    print(f"\npeak memory (open, first frame, zoom and pan walks, analyses done {ours['analyses_s']:.1f} s after "
+          f"open): {ours['peak_mb']:.0f} MiB; Qt baseline (empty window) {ours['qt_baseline_mb']:.0f} MiB; "
           f"above baseline {extra:.0f} MiB = {extra / size_mb:.2f}x the trace on disk "
-          f"(goal < 2x = {budget:.0f} MiB: {'OK' if extra < budget else 'MISSED'})")
+          f"(goal < 2x = {budget:.0f} MiB: {'OK' if extra < budget else 'MISSED'}); "
+          f"peak when the walks ended {ours['peak_timeline_mb']:.0f} MiB")
     print(f"\nbaseline A (same picture): build + first frame {naive['first_s']:.1f} s; per frame {am / med:.0f}x slower "
           f"than ours on {ours['events'] / naive['events']:.0f}x fewer events; goal >= 10x: {'OK' if am / med >= 10 else 'MISSED'}")
     print(f"baseline B (best case naive, one drawRects per opcode, no culling): build + first frame "

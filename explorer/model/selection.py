@@ -75,8 +75,8 @@ def summarize(index: TraceIndex, sel: AreaSelection) -> SelectionSummary:
         if ev.name == "instructions":
             starts = ev.start[lo:hi]
             inside = (starts >= t0) & (starts < t1)
-            codes, vocab = ev.sorted_codes("opcode")
-            n = np.bincount(codes[lo:hi][inside], minlength=len(vocab))
+            codes, vocab = ev.sorted_code_rows("opcode", lo, hi)
+            n = np.bincount(codes[inside], minlength=len(vocab))
             for i in np.flatnonzero(n):
                 counts[vocab[i]] = counts.get(vocab[i], 0) + int(n[i])
             out.instructions += int(inside.sum())
@@ -113,8 +113,5 @@ def summarize(index: TraceIndex, sel: AreaSelection) -> SelectionSummary:
 
 
 def _col(ev: EventTable, name: str, lo: int, hi: int) -> np.ndarray:
-    """Column values of sorted positions [lo, hi) without sorting the whole column."""
-    values = ev.column(name)
-    if ev.order is None:
-        return values[lo:hi]
-    return values[ev.order[lo:hi]]
+    """Column values of sorted positions [lo, hi) without copying or sorting the whole column."""
+    return ev.sorted_rows(name, lo, hi)

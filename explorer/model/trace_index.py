@@ -22,6 +22,7 @@ from explorer.model.counter_bins import CounterSeries
 from explorer.model.events import TABLE_NAMES as EVENT_TABLES
 from explorer.model.events import EventIndex
 from explorer.model.lod import Coverage, is_disjoint, prefix_sum
+from explorer.model.table_chunks import batches, column_rows, take
 from simcore.errors import UserError
 from simcore.trace import Trace
 from simcore.trace import schema as S
@@ -114,14 +115,18 @@ class EventTable:
                 track, start, dur = track[self.order], start[self.order], dur[self.order]
         if (dur < 0).any():
             raise UserError(f"table '{name}' has a negative duration; run `trnx validate` on the trace.")
-        self.track = track
         self.start = np.ascontiguousarray(start, dtype=np.int64)
         self.dur = np.ascontiguousarray(dur, dtype=np.int64)
-        ids, first = np.unique(track, return_index=True) if n else (np.zeros(0, np.int32), np.zeros(0, np.int64))
+        # track ids are sorted now: each track is one run (no np.unique: it sorts a copy), and the
+        # runs replace a per-event track column
+        first = np.r_[0, np.flatnonzero(track[1:] != track[:-1]) + 1] if n else np.zeros(0, np.int64)
+        self._run_lo = first.astype(np.int64)
+        self._run_track = track[first].astype(np.int64)
         last = np.r_[first[1:], n] if n else first
-        self.bounds: dict[int, tuple[int, int]] = {int(t): (int(a), int(b)) for t, a, b in zip(ids, first, last)}
+        self.bounds: dict[int, tuple[int, int]] = {
+            int(t): (int(a), int(b)) for t, a, b in zip(self._run_track, first, last)}
         self._row_to_pos: np.ndarray | None = None
-        self._codes: dict[str, tuple[np.ndarray, list[str]]] = {}
+        self._vocab: dict[str, list[str] | None] = {}
         self._numeric: dict[str, np.ndarray] = {}
 
     # -- positions <-> rows ------------------------------------------------------
@@ -149,21 +154,55 @@ class EventTable:
         values = self.column(name)
         return values if self.order is None else values[self.order]
 
+    def sorted_rows(self, name: str, lo: int, hi: int) -> np.ndarray:
+        """A numeric column at sorted positions [lo, hi): read from the chunks, no whole-column copy."""
+        if self.order is None:
+            return column_rows(self.table, name, lo, hi)
+        return take(self.table, name, self.order[lo:hi])
+
+    def sorted_mapped(self, name: str, fn: Callable[[np.ndarray], np.ndarray], dtype: Any = np.int32) -> np.ndarray:
+        """`fn` of a numeric column, in (track, start) order, computed batch by batch: no whole-column
+        copy when the table is in that order already (what writers produce)."""
+        if self.order is not None:
+            return np.asarray(fn(self.sorted_column(name)), dtype=dtype)
+        out = np.empty(self.n, dtype)
+        for offset, c, _ in batches(self.table, (name,)):
+            out[offset:offset + len(c[name])] = fn(c[name])
+        return out
+
     def sorted_codes(self, name: str) -> tuple[np.ndarray, list[str]]:
-        """A dictionary column's codes in (track, start) order, and its vocabulary."""
-        cached = self._codes.get(name)
-        if cached is None:
-            codes, vocab = dictionary_codes(self.table, name)
-            if self.order is not None:
-                codes = codes[self.order]
-            cached = self._codes[name] = (codes, vocab)
-        return cached
+        """A dictionary column's codes in (track, start) order, and its vocabulary.
+
+        Not cached (the colours keep what they need); `sorted_code_rows` reads a slice."""
+        codes, vocab = dictionary_codes(self.table, name)
+        if self.order is not None:
+            codes = codes[self.order]
+        return codes, vocab
+
+    def sorted_code_rows(self, name: str, lo: int, hi: int) -> tuple[np.ndarray, list[str]]:
+        """`sorted_codes(name)` at sorted positions [lo, hi), reading only those rows when every
+        chunk's dictionary is a prefix of the longest (as the trace reader leaves them)."""
+        vocab = self._vocab.get(name, False)
+        if vocab is False:
+            col = self.table.column(name)
+            chunks = [c for c in col.chunks]
+            longest = max((c.dictionary for c in chunks), key=len) if chunks else None
+            ok = longest is not None and all(longest[: len(c.dictionary)].equals(c.dictionary) for c in chunks)
+            vocab = self._vocab[name] = [str(v) for v in longest.to_pylist()] if ok else None
+        if vocab is None:
+            codes, full = self.sorted_codes(name)
+            return codes[lo:hi], full
+        return self.sorted_rows(name, lo, hi).astype(np.int32, copy=False), vocab
 
     def value(self, column: str, row: int) -> Any:
         return self.table.column(column)[row].as_py()
 
     def end(self, pos: int) -> int:
         return int(self.start[pos] + self.dur[pos])
+
+    def track_at(self, pos: int) -> int:
+        """The track of the event at a sorted position."""
+        return int(self._run_track[int(np.searchsorted(self._run_lo, pos, side="right")) - 1])
 
 
 @dataclass
@@ -376,7 +415,7 @@ class TraceIndex:
         """(lane, lane-relative index) of an event."""
         events = self.tables[ref.table]
         pos = events.pos(ref.row)
-        tid = int(events.track[pos])
+        tid = events.track_at(pos)
         lane = self.lanes[tid]
         return lane, pos - lane.lo
 
@@ -507,7 +546,11 @@ class TraceIndex:
                 vals = np.concatenate([source, none])
                 codes[tname] = assign(vals, np.where(orow >= 0, orow, len(vals) - 1))
                 continue
-            krow = h.kernel_row(events.sorted_column("kernel_id"))
             vals = np.concatenate([h.names[mode], none])
-            codes[tname] = assign(vals, np.where(krow >= 0, krow, len(vals) - 1))
+
+            def local_of(kernel_id: np.ndarray, missing: int = len(vals) - 1) -> np.ndarray:
+                krow = h.kernel_row(kernel_id)
+                return np.where(krow >= 0, krow, missing)
+
+            codes[tname] = assign(vals, events.sorted_mapped("kernel_id", local_of))  # batch by batch
         return ColourCodes(mode, list(names), codes)
