@@ -21,7 +21,7 @@ from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.hierarchy import Hierarchy
 from explorer.model.scope import COUNTER_KIND, num, strings
 from explorer.model.summary import SMALL_DMA_BYTES_PER_PARTITION, Summary, summarize
-from explorer.model.table_chunks import pick, take
+from explorer.model.table_chunks import batches, pick, take
 from simcore.trace import Trace
 from simcore.trace.schema import COUNTER_THROTTLE
 
@@ -168,28 +168,39 @@ def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
     if not flows.num_rows or not ins.num_rows:
         return []
     tracks = c.h.tracks
-    src_t, src_r = c.events.locate(num(flows, "src_id"))
-    dst_t, dst_r = c.events.locate(num(flows, "dst_id"))
     is_tensor_track = np.isin(tracks.kind, ["tensor", "tensor_matrix"])
-    ok = (src_t == DMA) & (dst_t == INSTRUCTION)
-    # only the rows flows point at are read (gathers from the chunks, no whole columns)
-    ok[ok] &= is_tensor_track[take(ins, "track_id", dst_r[ok])]
-    if not ok.any():
-        return []
-    rows = dst_r[ok]
-    dma, src = c.trace.dma, src_r[ok]
-    dma_end = take(dma, "start_ns", src) + take(dma, "dur_ns", src)
-    start = take(ins, "start_ns", rows)
-    prev = _Table(c.trace, INSTRUCTION).previous_rows(rows)  # the previous instruction on the same track
-    before = np.maximum(prev, 0)
-    free_at = np.where(prev >= 0, take(ins, "start_ns", before) + take(ins, "dur_ns", before), c.trace.span_ns[0])
-    kern = take(ins, "kernel_id", rows)
+    table = _Table(c.trace, INSTRUCTION)  # reads rows in place; knows each row's previous on its track
     k_start = c.kernels.set_index("kernel_id")["start_ns"]
-    ks = pd.Series(kern).map(k_start).fillna(c.trace.span_ns[0]).to_numpy(np.int64)
-    free_at = np.maximum(free_at, ks)  # before its kernel began, idling is not this kernel's wait
-    wait = np.clip(np.minimum(dma_end, start) - free_at, 0, None)
-    frame = pd.DataFrame({"row": rows, "wait": wait, "kernel": kern}).groupby("row").agg(
-        wait=("wait", "max"), kernel=("kernel", "first"))
+    t0 = c.trace.span_ns[0]
+    found = []
+    # flows batch by batch, and only the rows they point at are read: temporaries are a batch's
+    for _, f, _ in batches(flows, ("src_id", "dst_id")):
+        src_t, src_r = c.events.locate(f["src_id"])
+        dst_t, dst_r = c.events.locate(f["dst_id"])
+        ok = (src_t == DMA) & (dst_t == INSTRUCTION)
+        ok[ok] &= is_tensor_track[take(ins, "track_id", dst_r[ok])]
+        if not ok.any():
+            continue
+        rows = dst_r[ok]
+        dma, src = c.trace.dma, src_r[ok]
+        dma_end = take(dma, "start_ns", src) + take(dma, "dur_ns", src)
+        start = table.start[rows]
+        prev = table.previous_rows(rows)  # the previous instruction on the same track
+        free_at = np.where(prev >= 0, table.end[np.maximum(prev, 0)], t0)
+        kern = table.kernel[rows]
+        ks = pd.Series(kern).map(k_start).fillna(t0).to_numpy(np.int64)
+        free_at = np.maximum(free_at, ks)  # before its kernel began, idling is not this kernel's wait
+        found.append((rows, np.clip(np.minimum(dma_end, start) - free_at, 0, None), kern))
+    if not found:
+        return []
+    rows, wait, kern = (np.concatenate([x[i] for x in found]) for i in range(3))
+    # per instruction: its longest wait and its kernel (pandas' groupby("row").agg(max, first))
+    order = np.argsort(rows, kind="stable")
+    rows, wait, kern = rows[order], wait[order], kern[order]
+    first = np.r_[0, np.flatnonzero(rows[1:] != rows[:-1]) + 1]
+    frame = pd.DataFrame({"wait": np.maximum.reduceat(wait, first), "kernel": kern[first]},
+                         index=pd.Index(rows[first], name="row"))
+    del order, rows, wait, kern
     total_wait = int(frame["wait"].sum())
     active = c.summary.metrics.get("tensor_engine_active_time_ns") or 0
     if total_wait <= 0 or active <= 0 or total_wait < MIN_SHARE * active:
@@ -200,12 +211,9 @@ def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
     if len(k):
         links.append(_kernel_link(k.iloc[0], "most tensor-engine wait"))
     worst = int(frame["wait"].idxmax())
-    one = np.array([worst])
-    wid = int(take(ins, "id", one)[0])
-    w_start = int(take(ins, "start_ns", one)[0])
-    w_end = w_start + int(take(ins, "dur_ns", one)[0])
-    links.append(Link(f"longest wait before instruction:{wid}", f"instruction:{wid}",
-                      (int(take(ins, "track_id", one)[0]),), int(w_start - frame.loc[worst, "wait"]), w_end))
+    wid = int(table.id[worst])
+    links.append(Link(f"longest wait before instruction:{wid}", f"instruction:{wid}", (int(table.track[worst]),),
+                      int(table.start[worst] - frame.loc[worst, "wait"]), int(table.end[worst])))
     return [Recommendation(
         "tensor_waiting_on_dma",
         f"The tensor engine sat idle {total_wait:,} ns waiting for DMA transfers",
