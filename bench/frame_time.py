@@ -104,6 +104,8 @@ def run_ours(path: Path, repeat: int) -> dict:
     for _ in range(5):
         app.processEvents()
     qt_baseline = rss_mb()
+    ready_at: list[float] = []
+    window.analysis.session.ready.connect(lambda a: ready_at.append(time.perf_counter()) if a is not None else None)
     t_open = time.perf_counter()
     window.open_path(path)
     while window.loaded is None:
@@ -138,12 +140,12 @@ def run_ours(path: Path, repeat: int) -> dict:
     # the analysis panels (summary, operator tree, recommendations) computed on their worker
     # since the trace was shown: wait for them, so the peak below includes them
     session = window.analysis.session
-    while session.analysis is None:
-        if not session.computing:
+    while not ready_at:
+        if not session.computing and session.analysis is None:
             raise SystemExit("the analyses failed")
         app.processEvents()
         time.sleep(0.002)
-    analyses_s = time.perf_counter() - t_open
+    analyses_s = ready_at[0] - t_open
     QApplication.processEvents()
     index = window.loaded.index
     result = {
@@ -273,8 +275,8 @@ def report(ours: dict, naive: dict, best: dict, trace: Path) -> None:
               f"   B {stats(b)[0]:7.2f} ms ({stats(b)[0] / m:.1f}x)")
     extra = ours["peak_mb"] - ours["qt_baseline_mb"]
     budget = 2 * size_mb
-    print(f"\npeak memory (open, first frame, zoom and pan walks, analyses done {ours['analyses_s']:.1f} s after "
-          f"open): {ours['peak_mb']:.0f} MiB; Qt baseline (empty window) {ours['qt_baseline_mb']:.0f} MiB; "
+    print(f"\npeak memory (open, first frame, zoom and pan walks; the analyses were on screen {ours['analyses_s']:.1f} s "
+          f"after open): {ours['peak_mb']:.0f} MiB; Qt baseline (empty window) {ours['qt_baseline_mb']:.0f} MiB; "
           f"above baseline {extra:.0f} MiB = {extra / size_mb:.2f}x the trace on disk "
           f"(goal < 2x = {budget:.0f} MiB: {'OK' if extra < budget else 'MISSED'}); "
           f"peak when the walks ended {ours['peak_timeline_mb']:.0f} MiB")
