@@ -19,6 +19,7 @@ from explorer.model.intervals import overlaps
 from explorer.model.metrics import METRIC_BY_NAME
 from explorer.model.scope import Tracks, codes, num
 from explorer.model.summary import Summary
+from explorer.model.table_chunks import batches, take_rows
 from simcore.atomic import atomic_path
 from simcore.trace import Trace
 
@@ -75,32 +76,39 @@ def area_events(trace: Trace, track_ids: Iterable[int], t0: int, t1: int) -> pd.
         t = trace.table(table)
         if not t.num_rows:
             continue
-        tid = num(t, "track_id").astype(np.int64)
-        start = num(t, start_col)
-        end = start + num(t, end_col) if is_dur else num(t, end_col)
-        inside = np.zeros(len(tid), bool)
-        known = tid < len(tracks)
-        inside[known] = wanted[tid[known]]
-        inside &= overlaps(start, end, t0, t1)
-        rows = np.flatnonzero(inside)
+        # the rows inside, found batch by batch; then only they are read (no whole-column copies)
+        found = []
+        for offset, c, _ in batches(t, ("track_id", start_col, end_col)):
+            tid = c["track_id"].astype(np.int64)
+            start = c[start_col]
+            end = start + c[end_col] if is_dur else c[end_col]
+            inside = np.zeros(len(tid), bool)
+            known = tid < len(tracks)
+            inside[known] = wanted[tid[known]]
+            inside &= overlaps(start, end, t0, t1)
+            found.append(np.flatnonzero(inside) + offset)
+        rows = np.concatenate(found) if found else np.zeros(0, np.int64)
         if not len(rows):
             continue
+        sub = take_rows(t, rows)
+        start = num(sub, start_col)
+        end = start + num(sub, end_col) if is_dur else num(sub, end_col)
         if name_col is not None:
-            c, vocab = codes(t, name_col)
-            name = np.asarray(vocab, dtype=object)[c[rows]]
+            c, vocab = codes(sub, name_col)
+            name = np.asarray(vocab, dtype=object)[c]
         else:
-            sc, sv = codes(t, "src")
-            dc, dv = codes(t, "dst")
-            name = "DMA " + np.asarray(sv, dtype=object)[sc[rows]] + "->" + np.asarray(dv, dtype=object)[dc[rows]]
+            sc, sv = codes(sub, "src")
+            dc, dv = codes(sub, "dst")
+            name = "DMA " + np.asarray(sv, dtype=object)[sc] + "->" + np.asarray(dv, dtype=object)[dc]
         zeros = np.zeros(len(rows), np.int64)
-        tr = tid[rows]
+        tr = num(sub, "track_id").astype(np.int64)
         parts.append(pd.DataFrame({
-            "table": table, "id": num(t, id_col)[rows], "track_id": tr, "track": tracks.name[tr],
+            "table": table, "id": num(sub, id_col), "track_id": tr, "track": tracks.name[tr],
             "chip": tracks.chip[tr], "core": tracks.core[tr], "name": name,
-            "start_ns": start[rows], "end_ns": end[rows], "dur_ns": end[rows] - start[rows],
-            "kernel_id": num(t, kernel_col)[rows] if kernel_col else zeros - 1,
-            "flops": num(t, "flops")[rows] if "flops" in t.column_names else zeros,
-            "bytes": num(t, "bytes")[rows] if "bytes" in t.column_names else zeros,
+            "start_ns": start, "end_ns": end, "dur_ns": end - start,
+            "kernel_id": num(sub, kernel_col) if kernel_col else zeros - 1,
+            "flops": num(sub, "flops") if "flops" in t.column_names else zeros,
+            "bytes": num(sub, "bytes") if "bytes" in t.column_names else zeros,
         }))
     if not parts:
         return pd.DataFrame(columns=list(AREA_COLUMNS))
