@@ -12,7 +12,8 @@ hundreds of MB of temporaries. So analyses stream instead:
 - `TrackReader`: one track's rows of a column at a time (a view when the track lies in one
   chunk, a copy of just its rows otherwise);
 - `take(table, column, rows)`, `ChunkedColumn`, `take_rows(table, rows)`: the values at
-  some rows, gathered chunk by chunk.
+  some rows, gathered chunk by chunk;
+- `pick(table, columns, track_mask)`: the rows of some tracks, picked batch by batch.
 """
 
 from __future__ import annotations
