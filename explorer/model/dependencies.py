@@ -58,10 +58,19 @@ class CriticalPath:
                 "steps": self.steps.to_dict("records"), "time_by_track": self.time_by_track.to_dict("records")}
 
 
+def _column(table, name: str) -> np.ndarray | ChunkedColumn:
+    """A column to index by row: the chunk's own numpy view when there is one chunk, else the
+    chunks behind a `ChunkedColumn` (no concatenated copy either way)."""
+    col = table.column(name)
+    if col.num_chunks == 1:
+        return col.chunk(0).to_numpy(zero_copy_only=False)
+    return ChunkedColumn(table, name)
+
+
 class _End:
     """start + dur at any rows, computed on access (no whole `end` column)."""
 
-    def __init__(self, start: ChunkedColumn, dur: ChunkedColumn) -> None:
+    def __init__(self, start: np.ndarray | ChunkedColumn, dur: np.ndarray | ChunkedColumn) -> None:
         self.start, self.dur = start, dur
 
     def __getitem__(self, rows):
@@ -77,11 +86,11 @@ class _Table:
         self.table = t
         self.code = code
         # the memory-mapped chunks themselves: a walk reads a few rows, never whole columns
-        self.id = ChunkedColumn(t, "id")
-        self.track = ChunkedColumn(t, "track_id")
-        self.start = ChunkedColumn(t, "start_ns")
-        self._dur = ChunkedColumn(t, "dur_ns")
-        self.kernel = ChunkedColumn(t, "kernel_id")
+        self.id = _column(t, "id")
+        self.track = _column(t, "track_id")
+        self.start = _column(t, "start_ns")
+        self._dur = _column(t, "dur_ns")
+        self.kernel = _column(t, "kernel_id")
         self.end = _End(self.start, self._dur)
         self._names = (ChunkedColumn(t, "opcode"),) if code == INSTRUCTION else (
             ChunkedColumn(t, "src"), ChunkedColumn(t, "dst"))

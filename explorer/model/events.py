@@ -7,6 +7,7 @@ event 123", so the sorted id index is built once per trace and shared.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,15 +67,39 @@ class _SortedIds:
         self.chunks = chunks
         self.offsets = np.r_[0, np.cumsum([len(c) for c in chunks], dtype=np.int64)].astype(np.int64)
         self.lasts = np.array([int(c[-1]) for c in chunks], dtype=np.int64)
+        self._lasts, self._offsets = self.lasts.tolist(), self.offsets.tolist()
+
+    def find_one(self, x: int) -> int:
+        """The first row holding id `x`, -1 if none (`find` for one id, without array work)."""
+        c = bisect_left(self._lasts, x)
+        if c == len(self.chunks):
+            return -1
+        ids = self.chunks[c]
+        p = int(ids.searchsorted(x))
+        if p == len(ids) or ids[p] != x:
+            return -1
+        return p + self._offsets[c] if self.order is None else int(self.order[p])
 
     def find(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(found, row) per id: the first row holding it (the smallest such row)."""
+        if len(self.chunks) == 1:  # one chunk (or a sorted copy): a plain binary search
+            ids = self.chunks[0]
+            p = np.minimum(np.searchsorted(ids, q), len(ids) - 1)
+            return ids[p] == q, (p if self.order is None else self.order[p])
         found = np.zeros(len(q), bool)
         pos = np.zeros(len(q), np.int64)
         if not self.n or not len(q):
             return found, pos
         # the first occurrence of an id lies in the first chunk whose last id is >= it
         which = np.searchsorted(self.lasts, q, side="left")
+        if len(q) == 1:  # a walk's one id at a time: no grouping by chunk
+            c = int(which[0])
+            if c < len(self.chunks):
+                ids = self.chunks[c]
+                p = min(int(np.searchsorted(ids, q[0])), len(ids) - 1)
+                found[0] = ids[p] == q[0]
+                pos[0] = p + self.offsets[c]
+            return found, pos
         by_chunk = np.argsort(which, kind="stable")
         bounds = np.searchsorted(which[by_chunk], np.arange(len(self.chunks) + 1))
         for c in np.flatnonzero(np.diff(bounds)).tolist():
@@ -102,11 +127,21 @@ class EventIndex:
         q = np.asarray(event_ids, dtype=np.int64)
         table = np.full(len(q), -1, np.int64)
         row = np.full(len(q), -1, np.int64)
+        if len(q) == 1:  # one id (a dependency walk's step)
+            for code, ids in enumerate(self._ids):
+                r = ids.find_one(int(q[0]))
+                if r >= 0:
+                    table[0], row[0] = code, r
+                    break
+            return table, row
         for code, ids in enumerate(self._ids):
-            open_ = np.flatnonzero(table < 0)
-            found, r = ids.find(q[open_])
-            table[open_[found]] = code
-            row[open_[found]] = r[found]
+            if not ids.n:
+                continue
+            open_ = None if code == 0 else np.flatnonzero(table < 0)  # ids not found in an earlier table
+            found, r = ids.find(q if open_ is None else q[open_])
+            at = np.flatnonzero(found) if open_ is None else open_[found]
+            table[at] = code
+            row[at] = r[found]
         return table, row
 
     def event(self, event_id: int) -> Event:

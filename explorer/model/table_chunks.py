@@ -96,12 +96,9 @@ class ChunkedColumn:
         return int(self.offsets[-1])
 
     def __getitem__(self, rows):
-        if isinstance(rows, (int, np.integer)):
-            row = int(rows)
-            if len(self.chunks) == 1:
-                return self.chunks[0][row]
-            i = bisect_right(self._starts, row) - 1
-            return self.chunks[i][row - self._starts[i]]
+        if type(rows) is int or isinstance(rows, np.integer):  # one row (a walk): no array work
+            i = bisect_right(self._starts, rows) - 1
+            return self.chunks[i][rows - self._starts[i]]
         rows = np.asarray(rows, dtype=np.int64)
         if len(self.chunks) == 1:
             return self.chunks[0][rows]
