@@ -36,7 +36,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from synth_trace import write_synthetic_trace  # noqa: E402
+from synth_trace import cached_synthetic_trace  # noqa: E402
 
 WIDTH, HEIGHT = 1920, 1080
 
@@ -186,15 +186,7 @@ def main() -> None:
     ap.add_argument("--trace", type=Path, default=None, help="use this trace (default: a cached synthetic one)")
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
-    trace = a.trace
-    if trace is None:
-        cache = Path(os.environ.get("TRN3_BENCH_CACHE", "/tmp/trn3-bench"))
-        cache.mkdir(parents=True, exist_ok=True)
-        trace = cache / f"synthetic-{a.instructions}.trnx"
-        if not trace.exists():
-            t = time.perf_counter()
-            write_synthetic_trace(trace, a.instructions)
-            print(f"generated {trace} in {time.perf_counter() - t:.1f} s", flush=True)
+    trace = a.trace if a.trace is not None else cached_synthetic_trace(a.instructions)
     runs, bases = [], []
     peak = 0.0
     qt = qt_baseline_mib()

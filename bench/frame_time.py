@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from synth_trace import disk_size, write_synthetic_trace  # noqa: E402
+from synth_trace import cached_synthetic_trace, disk_size  # noqa: E402
 
 WIDTH, HEIGHT = 1920, 1080
 ZOOM_STEP = 0.8
@@ -294,15 +294,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3,
                     help="zoom walks of ours; per zoom level the median over walks of each walk's median and p95")
     a = ap.parse_args()
-    trace = a.trace
-    if trace is None:
-        cache = Path(os.environ.get("TRN3_BENCH_CACHE", "/tmp/trn3-bench"))
-        cache.mkdir(parents=True, exist_ok=True)
-        trace = cache / f"synthetic-{a.instructions}.trnx"
-        if not trace.exists():
-            t = time.perf_counter()
-            write_synthetic_trace(trace, a.instructions)
-            print(f"generated {trace} in {time.perf_counter() - t:.1f} s", flush=True)
+    trace = a.trace if a.trace is not None else cached_synthetic_trace(a.instructions)
     ours = run_ours(trace, a.repeat)  # first: its peak memory is read before the baseline allocates
     best = run_baseline(trace, a.baseline_events, per_bar_brushes=False)
     naive = run_baseline(trace, a.baseline_events, per_bar_brushes=True)

@@ -17,6 +17,7 @@ million instructions take seconds, not minutes.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import time
 from pathlib import Path
@@ -351,6 +352,22 @@ def write_synthetic_trace(path: Path, n_instructions: int = 10_000_000, *, chips
             src, dst = np.concatenate(flows_src), np.concatenate(flows_dst)
             w.write("flows", {"src_id": src, "dst_id": dst, "kind": "semaphore"})
     return path
+
+
+def cached_synthetic_trace(n_instructions: int = 10_000_000) -> Path:
+    """The synthetic trace of this size from the bench cache, written on first use.
+
+    Several benches time the same 10M-row trace; generating it takes a minute, so it
+    is kept under $TRN3_BENCH_CACHE (default /tmp/trn3-bench) between runs.
+    """
+    cache = Path(os.environ.get("TRN3_BENCH_CACHE", "/tmp/trn3-bench"))
+    cache.mkdir(parents=True, exist_ok=True)
+    trace = cache / f"synthetic-{n_instructions}.trnx"
+    if not trace.exists():
+        t = time.perf_counter()
+        write_synthetic_trace(trace, n_instructions)
+        print(f"generated {trace} in {time.perf_counter() - t:.1f} s", flush=True)
+    return trace
 
 
 def disk_size(path: Path) -> int:

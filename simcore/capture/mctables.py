@@ -15,6 +15,7 @@ import numpy as np
 
 from simcore.capture.chipsim import ChipSim
 from simcore.capture.compose import Timeline
+from simcore.capture.program_rows import cross_engine_flows, rows_by_track
 from simcore.capture.tables import _Names, bin_edges, spread_bytes
 from simcore.collectives import bus_factor
 from simcore.hardware import Hardware
@@ -296,28 +297,11 @@ class MultiChipTables:
             e = np.maximum(np.rint(self._map(chip, sim, d.end, segs)).astype(np.int64), s)
             ids = self.next_event + np.arange(n, dtype=np.int64)
             self.next_event += n
-            order = np.argsort(p.engine, kind="stable")
-            eng = p.engine[order]
-            cuts = np.flatnonzero(np.diff(eng)) + 1
-            bounds = np.concatenate([[0], cuts, [n]])
-            kernel = int(kid[d.kernel_row])
-            for a, b in zip(bounds[:-1], bounds[1:]):
-                sel = order[a:b]
-                track = int(lay.engine_base[d.core] + eng[a])
-                if p.partitions[sel[0]] > 0:
-                    dma.setdefault(track, []).append({
-                        "id": ids[sel], "start_ns": s[sel], "dur_ns": e[sel] - s[sel], "bytes": p.bytes[sel],
-                        "partitions": p.partitions[sel], "src": p.src[sel].astype(np.int32),
-                        "dst": p.dst[sel].astype(np.int32), "kernel_id": np.full(len(sel), kernel, np.int64)})
-                else:
-                    instr.setdefault(track, []).append({
-                        "id": ids[sel], "start_ns": s[sel], "dur_ns": e[sel] - s[sel],
-                        "opcode": p.opcode[sel].astype(np.int32), "kernel_id": np.full(len(sel), kernel, np.int64),
-                        "flops": p.flops[sel], "bytes": p.bytes[sel], "dtype": p.dtype[sel].astype(np.int32)})
-            if len(p.dep_idx):
-                owner = np.repeat(np.arange(n), np.diff(p.dep_ptr))
-                cross = p.engine[owner] != p.engine[p.dep_idx]
-                flows.append((ids[p.dep_idx[cross]], ids[owner[cross]]))
+            for track, is_dma, rows in rows_by_track(p, ids, s, e, int(kid[d.kernel_row]), lay.engine_base[d.core]):
+                (dma if is_dma else instr).setdefault(track, []).append(rows)
+            f = cross_engine_flows(p, ids)
+            if f is not None:
+                flows.append(f)
         for core, track in lay.cc_core.items():
             rows = self._cc_stream(chip, comms)
             if rows is not None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from simcore.capture.program_rows import cross_engine_flows, rows_by_track
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
 from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, Program, dma_track_name
@@ -199,32 +200,11 @@ class TraceTables:
         n = len(p)
         ids = self.next_id + np.arange(n, dtype=np.int64)
         self.next_id += n
-        # split by engine (= track): each track's rows stay in program order, so starts never decrease
-        order = np.argsort(p.engine, kind="stable")
-        eng = p.engine[order]
-        cuts = np.flatnonzero(np.diff(eng)) + 1
-        bounds = np.concatenate([[0], cuts, [n]])
-        dur = e - s
-        base = self.engine_base[core]
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            sel = order[a:b]
-            track = int(base + eng[a])
-            if p.partitions[sel[0]] > 0:
-                self.dma_rows.setdefault(track, []).append({
-                    "id": ids[sel], "start_ns": s[sel], "dur_ns": dur[sel], "bytes": p.bytes[sel],
-                    "partitions": p.partitions[sel], "src": p.src[sel].astype(np.int32), "dst": p.dst[sel].astype(np.int32),
-                    "kernel_id": np.full(len(sel), kid, np.int64),
-                })
-            else:
-                self.instr_rows.setdefault(track, []).append({
-                    "id": ids[sel], "start_ns": s[sel], "dur_ns": dur[sel], "opcode": p.opcode[sel].astype(np.int32),
-                    "kernel_id": np.full(len(sel), kid, np.int64), "flops": p.flops[sel], "bytes": p.bytes[sel],
-                    "dtype": p.dtype[sel].astype(np.int32),
-                })
-        if len(p.dep_idx):
-            owner = np.repeat(np.arange(n), np.diff(p.dep_ptr))
-            cross = p.engine[owner] != p.engine[p.dep_idx]
-            self.flows.append((ids[p.dep_idx[cross]], ids[owner[cross]]))
+        for track, is_dma, rows in rows_by_track(p, ids, s, e, kid, self.engine_base[core]):
+            (self.dma_rows if is_dma else self.instr_rows).setdefault(track, []).append(rows)
+        flows = cross_engine_flows(p, ids)
+        if flows is not None:
+            self.flows.append(flows)
 
     # -- writing -----------------------------------------------------------------------------
     def write(self, w: TraceWriter) -> None:
