@@ -7,6 +7,7 @@ The build test is slow (about 1.5 minutes on 2 cores) and needs the `package` ex
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -131,3 +132,9 @@ def test_packaged_app_smoke_test_capture_and_no_display(packaged, tmp_path):
         r = subprocess.run([program(packaged, "trn3-explorer"), str(SAMPLE)], capture_output=True, text=True,
                            env=NO_DISPLAY, timeout=120)
         assert (r.returncode, r.stderr.strip()) == (2, "trn3-explorer: error: " + NO_DISPLAY_SENTENCE)
+
+    # on a real X server the bundled xcb plugin loads (only the libraries packaging/README.md lists come from the system)
+    if sys.platform.startswith("linux") and shutil.which("xvfb-run"):
+        r = subprocess.run(["xvfb-run", "-a", program(packaged, "trn3-explorer"), str(SAMPLE), "--smoke-test"],
+                           capture_output=True, text=True, env={**env, "QT_QPA_PLATFORM": "xcb"}, timeout=300)
+        assert r.returncode == 0, r.stderr

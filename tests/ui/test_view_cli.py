@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -40,3 +41,19 @@ def test_view_is_listed_and_python_m_explorer_has_help():
     assert r.returncode == 0 and "view" in r.stdout
     r = run("-m", "explorer", "--help")
     assert r.returncode == 0 and "python -m explorer [TRACE" in r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("xvfb-run") is None,
+                    reason="no xvfb-run here (.ci/run installs Debian's xvfb when it can)")
+def test_view_smoke_test_on_a_real_x11_server(trace_path):
+    """The desktop path people use on Linux: Qt's xcb plugin on an X server (Xvfb), not offscreen.
+
+    Fails, rather than skips, when the X server exists but Qt's xcb plugin cannot load: that
+    is the missing-system-library problem packaging/README.md lists the packages for.
+    """
+    env = {**os.environ, "QT_QPA_PLATFORM": "xcb"}
+    r = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1920x1080x24", sys.executable, "-m", "explorer.cli.main",
+                        "view", str(trace_path), "--smoke-test"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "first frame rendered" in r.stdout
