@@ -34,6 +34,8 @@ def check_fits(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int,
         parts = ", ".join(f"{k.replace('_', ' ')} {v / 1e9:.1f} GB" for k, v in need.items() if v)
         raise ConfigError(
             f"{cfg.name} {phase} needs {total / 1e9:.1f} GB of HBM ({parts}) but {hw_name} has "
-            f"{hbm_bytes / 1e9:.1f} GB on {chips} chip{'s' if chips > 1 else ''}; use a smaller --dtype, batch or context."
+            f"{hbm_bytes / 1e9:.1f} GB on {chips} chip{'s' if chips > 1 else ''}; use a smaller --dtype, batch or context, "
+            f"or shard it over at least {-(-total // hbm_bytes)} chips of a multi-chip preset with --tp/--pp/--ep "
+            "(trnx presets lists them)."
         )
     return need

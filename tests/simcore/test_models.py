@@ -63,7 +63,7 @@ def test_moe_layer_has_router_experts_and_shared_expert():
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(workload="llama3.1-405b"), r"llama3.1-405b decode needs 8\d\d\.\d GB of HBM .* but trn3 has 154.6 GB"),
+    (dict(workload="llama3.1-405b"), r"llama3.1-405b decode needs 8\d\d\.\d GB of HBM .* but trn3 has 154.6 GB.*shard it over at least 6 chips"),
     (dict(workload="llama3.1-8b", compute_cores=3), "32 attention heads do not divide over 3 compute cores"),
     (dict(workload="llama3.1-8b", context=200000), "exceed llama3.1-8b's maximum context of 131072"),
     (dict(workload="llama3.1-8b", layers=33), "--layers 33 exceeds the 32 layers"),
