@@ -30,6 +30,8 @@ def window(qtbot, trace_path):
     w = open_window(trace_path)
     qtbot.addWidget(w)
     w.resize(1400, 900)
+    w.activateWindow()  # as a user's window is: shortcuts only fire in the active window (on X11 too)
+    qtbot.waitActive(w)
     qtbot.waitUntil(lambda: w.loaded is not None, timeout=20_000)
     qtbot.wait(20)
     return w
