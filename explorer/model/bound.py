@@ -9,8 +9,9 @@ so they never disagree. For each row:
    half the measured time, the row runs near a roof: `compute` when t_compute >=
    t_hbm, else `hbm`.
 3. Otherwise it is far from both roofs, and the question is what the time went to.
-   With instruction detail: `dma_latency` when DMA queues were busy longer than the
-   busiest compute engine (transfers that wait on latency, not bandwidth), else
+   With instruction detail: `dma_latency` when the DMA side (queue busy time, or the
+   Sync engine's DmaTrigger issue time when longer) was busier than the busiest compute
+   engine (transfers that wait on latency and issue cost, not bandwidth), else
    `compute` (engine issue overhead, vector/scalar work the tensor roof ignores).
    Without it: `dma_latency` when t_hbm > t_compute, else `compute`.
 4. `unknown` when neither roof nor detail is known (no hardware keys, no instructions).

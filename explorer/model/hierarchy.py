@@ -60,6 +60,7 @@ COLUMN_DOCS: dict[str, str] = {
 }
 # instruction track kinds counted separately for a kernel's busiest-engine time
 _ENGINE_ROWS = ("tensor", "tensor_matrix", "vector", "scalar", "gpsimd", "sync")
+_SYNC = _ENGINE_ROWS.index("sync")  # the compute engines come before it
 
 
 def rows_where(table: pa.Table, column: str, value: int) -> np.ndarray:
@@ -149,6 +150,7 @@ class Hierarchy:
         n = len(ids)
         ins = self.trace.instructions
         busy = np.zeros(n)
+        sync_busy = np.zeros(n)
         count = np.zeros(n, np.int64)
         if ins.num_rows and n:
             TrackRuns.of(ins, self.tracks, "instructions")  # checks every track id
@@ -171,7 +173,9 @@ class Hierarchy:
                                    minlength=n * len(_ENGINE_ROWS))
                 has = kidx >= 0
                 counted += np.bincount(kidx[has], weights=run_len[has], minlength=n)
-            busy = per.reshape(n, len(_ENGINE_ROWS)).max(axis=1)
+            per_engine = per.reshape(n, len(_ENGINE_ROWS))
+            busy = per_engine[:, :_SYNC].max(axis=1)  # the busiest compute engine
+            sync_busy = per_engine[:, _SYNC]
             count = np.rint(counted).astype(np.int64)
         dma = self.trace.dma
         dma_busy = np.zeros(n)
@@ -182,7 +186,9 @@ class Hierarchy:
             s = num(dma, "start_ns")[ok]
             dma_busy = union_length_per_group(kidx[ok], s, s + num(dma, "dur_ns")[ok], n).astype(np.float64)
             dma_count = np.bincount(kidx[ok], minlength=n)
-        return busy, count, dma_busy, dma_count
+        # the DMA side of a kernel: its queues' busy time, or the Sync engine's time issuing their
+        # descriptors (DmaTrigger) when that is longer -- issue cost limits small transfers too
+        return busy, count, np.maximum(dma_busy, sync_busy), dma_count
 
     # -- ops -----------------------------------------------------------------------
     @cached_property

@@ -112,6 +112,22 @@ def test_near_roof_kernels_are_compute_or_hbm(tmp_path):
     assert k.loc[102, "bound"] == "compute" and k.loc[103, "bound"] == "hbm"
 
 
+def test_a_kernel_spending_its_time_issuing_dma_is_dma_latency_bound(tmp_path):
+    """The Sync engine's DmaTrigger time is DMA issue cost, not compute: a kernel whose Sync row
+    is busier than its compute engines and its queues is limited by its transfers' fixed cost."""
+    tables = at.basic_tables()
+    ins = tables["instructions"]
+    tables["kernels"]["dur_ns"][1] = 400  # softmax 101: 3000..3400, Vector Exponential busy 100 ns
+    for iid, start in ((10, 3000), (11, 3150)):
+        for col, v in zip(("id", "track_id", "start_ns", "dur_ns", "opcode", "kernel_id", "flops", "bytes", "dtype"),
+                          (iid, at.T_SYNC, start, 150, "DmaTrigger", 101, 0, 0, "bf16")):
+            ins[col].append(v)
+    k = Hierarchy(open_trace(at.write(tmp_path / "issue.trnx", tables))).kernels.set_index("kernel_id")
+    assert (k.loc[101, "engine_busy_ns"], k.loc[101, "dma_busy_ns"]) == (100, 300)
+    assert k.loc[101, "bound"] == "dma_latency"
+    assert k.loc[100, "bound"] == "compute"  # its 10 ns SemaphoreWait on Sync changes nothing
+
+
 def test_trace_without_ops_or_hardware_still_lists_kernels(tmp_path):
     tables = at.basic_tables()
     tables["ops"] = {c: [] for c in tables["ops"]}
