@@ -7,6 +7,8 @@ the Neuron profiler's summary where it has one.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +102,7 @@ def markdown_table() -> str:
 
 def format_metric(value: Any, unit: str) -> str:
     """A metric value as a person reads it ("n/a" when unavailable): the CLI's and the GUI's text."""
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     if unit == "ns":
         return format_ns(value)

@@ -40,6 +40,20 @@ def test_text_shows_metric_engine_op_and_kernel_deltas(pair):
     assert "-3 us" in out and ":: matmul_qkv" in out
 
 
+def test_metrics_a_kernel_level_trace_lacks_read_n_a_not_nan(tmp_path):
+    """Engine and DMA percentages need instruction detail; without it both sides say n/a."""
+    t = at.basic_tables()
+    for table in ("instructions", "dma", "flows"):
+        t[table] = {c: [] for c in t[table]}
+    a = at.write(tmp_path / "a.trnx", t)
+    b = at.write(tmp_path / "b.trnx", t)
+    proc = trnx("diff", a, b)
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("dma_active_time_percent"))
+    assert row.split()[1:3] == ["n/a", "n/a"]
+    assert "nan" not in proc.stdout
+
+
 def test_json_has_every_table_and_top_limits_rows(pair):
     r = json.loads(trnx("diff", *pair, "--json").stdout)
     assert set(r) == {"a", "b", "metrics", "engines", "ops", "kernels"}
