@@ -16,10 +16,10 @@ import numpy as np
 from simcore.capture.chipsim import ChipSim
 from simcore.capture.compose import Timeline
 from simcore.capture.program_rows import cross_engine_flows, rows_by_track
-from simcore.capture.tables import _Names, bin_edges, spread_bytes
+from simcore.capture.tables import bin_edges, spread_bytes
 from simcore.collectives import bus_factor
 from simcore.hardware import Hardware
-from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, dma_track_name
+from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, Vocab, dma_track_name
 from simcore.parallel.plan import CommRef, Compute, StepPlan
 from simcore.trace import TraceWriter
 from simcore.trace import schema as S
@@ -68,7 +68,7 @@ class MultiChipTables:
         self._tracks()
         self._ops(class_programs)
         self._orders: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self.kernel_names = _Names()
+        self.kernel_names = Vocab()
         self.class_name_map = [np.array([self.kernel_names.code(n) for n in s.names] or [0], np.int64) for s in sims]
 
     # -- tracks -----------------------------------------------------------------------------

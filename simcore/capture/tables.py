@@ -14,7 +14,7 @@ import numpy as np
 from simcore.capture.program_rows import cross_engine_flows, rows_by_track
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
-from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, Program, dma_track_name
+from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, Program, Vocab, dma_track_name
 from simcore.timing.window import Timed
 from simcore.trace import TraceWriter
 from simcore.trace import schema as S
@@ -22,19 +22,6 @@ from simcore.workloads.ops import Op, Workload
 
 MAX_HBM_BINS = 20000
 WRITE_BATCH = 1 << 20
-
-
-class _Names:
-    def __init__(self) -> None:
-        self.codes: dict[str, int] = {}
-        self.values: list[str] = []
-
-    def code(self, s: str) -> int:
-        c = self.codes.get(s)
-        if c is None:
-            c = self.codes[s] = len(self.values)
-            self.values.append(s)
-        return c
 
 
 def bin_edges(t_end: float, width: float) -> np.ndarray:
@@ -125,7 +112,7 @@ class TraceTables:
         self.link_track = add(-1, "counter", S.COUNTER_LINK, "GB/s")
         self.tracks = rows
         self.next_id = 0
-        self.kernel_names = _Names()
+        self.kernel_names = Vocab()
         self.kernel_rows: list[tuple] = []
         self.instr_rows: dict[int, list[dict[str, np.ndarray]]] = {}  # track -> chunks in time order
         self.dma_rows: dict[int, list[dict[str, np.ndarray]]] = {}
