@@ -7,6 +7,7 @@ import dataclasses
 from simcore.errors import ConfigError
 from simcore.lowering.costs import dtype_bytes
 from simcore.parallel.layout import Parallelism
+from simcore.workloads.memory import describe_need
 from simcore.workloads.models import ModelConfig
 
 
@@ -69,10 +70,9 @@ def check_chip_fits(cfg: ModelConfig, phase: str, batch: int, seq: int, context:
     need = chip_memory(cfg, phase, batch, seq, context, dtype, par)
     total = sum(need.values())
     if total > capacity:
-        parts = ", ".join(f"{k.replace('_', ' ')} {v / 1e9:.1f} GB" for k, v in need.items() if v)
         raise ConfigError(
             f"{cfg.name} {phase} with tp={par.tp}, ep={par.ep}, dp={par.dp}, pp={par.pp} needs {total / 1e9:.1f} GB of HBM "
-            f"per chip ({parts}) but a {hw_name} chip has {capacity / 1e9:.1f} GB; use more --tp, --pp or --ep, "
+            f"per chip ({describe_need(need)}) but a {hw_name} chip has {capacity / 1e9:.1f} GB; use more --tp, --pp or --ep, "
             "a smaller --dtype, batch or context."
         )
     return need

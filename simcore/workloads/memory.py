@@ -26,14 +26,18 @@ def model_memory(cfg: ModelConfig, phase: str, batch: int, seq: int, context: in
     return out
 
 
+def describe_need(need: dict[str, int]) -> str:
+    """"weights 811.7 GB, kv cache 2.1 GB, ...": the parts of a fit error, in GB."""
+    return ", ".join(f"{k.replace('_', ' ')} {v / 1e9:.1f} GB" for k, v in need.items() if v)
+
+
 def check_fits(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int, dtype: str, hbm_bytes: int,
                hw_name: str, chips: int) -> dict[str, int]:
     need = model_memory(cfg, phase, batch, seq, context, dtype)
     total = sum(need.values())
     if total > hbm_bytes:
-        parts = ", ".join(f"{k.replace('_', ' ')} {v / 1e9:.1f} GB" for k, v in need.items() if v)
         raise ConfigError(
-            f"{cfg.name} {phase} needs {total / 1e9:.1f} GB of HBM ({parts}) but {hw_name} has "
+            f"{cfg.name} {phase} needs {total / 1e9:.1f} GB of HBM ({describe_need(need)}) but {hw_name} has "
             f"{hbm_bytes / 1e9:.1f} GB on {chips} chip{'s' if chips > 1 else ''}; use a smaller --dtype, batch or context, "
             f"or shard it over at least {-(-total // hbm_bytes)} chips of a multi-chip preset with --tp/--pp/--ep "
             "(trnx presets lists them)."
