@@ -123,12 +123,7 @@ def _args(buf, i, n, ints, r):
                 if c == 34:
                     ints[r, COLL_S] = j + 1
                     ints[r, COLL_E] = J.string_end(buf, j, n)[0] - 1
-            if c == 34:
-                j = J.string_end(buf, j, n)[0]
-            elif c == 45 or 48 <= c <= 57:
-                j = J.number_end(buf, j, n)
-            else:
-                j = J.skip(buf, j, n)
+            j = J.skip(buf, j, n)
         if j < 0:
             return -1
         j = J.ws(buf, j, n)
@@ -230,10 +225,6 @@ def _event(buf, i, n, ints, floats, r, keep):
                 j += 4
             else:
                 return -1, False
-        elif c == 34:
-            j = J.string_end(buf, j, n)[0]
-        elif c == 45 or 48 <= c <= 57:
-            j = J.number_end(buf, j, n)
         else:
             j = J.skip(buf, j, n)
         if j < 0:
