@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from robustness.contract import assert_one_sentence
-from robustness.test_trace_corpus import _MUTATION, _mutate
+from robustness.mutations import JSON_VALUES, MUTATION, mutate
 from simcore.errors import UserError
 from simcore.hardware.spec import load_hardware
 from simcore.workloads.opgraph import load_opgraph
@@ -137,26 +137,19 @@ def test_the_unmodified_files_load(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(300)
 @settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 60)), deadline=None)
-@given(ops=st.lists(_MUTATION, min_size=1, max_size=4))
+@given(ops=st.lists(MUTATION, min_size=1, max_size=4))
 def test_fuzzed_preset_bytes(ops: list) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "p.toml"
-        p.write_bytes(_mutate(PRESET.encode(), ops))
+        p.write_bytes(mutate(PRESET.encode(), ops))
         _use_hardware(p)
-
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=6,
-)
 
 
 @pytest.mark.timeout(300)
 @settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 60)), deadline=None)
 @given(where=st.sampled_from(["name", "dtype", "repeat", "layers", "op.kind", "op.m", "op.k", "op.n", "op.name", "op.dtype",
                               "attn.q_heads", "attn.kv_len", "attn.head_dim", "attn.causal"]),
-       value=_JSON)
+       value=JSON_VALUES)
 def test_fuzzed_opgraph_values(where: str, value: object) -> None:
     g = json.loads(json.dumps(OPGRAPH))
     if where.startswith("op."):

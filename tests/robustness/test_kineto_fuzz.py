@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from interop.kineto_samples import rank_doc
 from robustness.contract import import_or_one_sentence
-from robustness.test_trace_corpus import _MUTATION, _mutate
+from robustness.mutations import MUTATION, mutate
 
 GOOD = json.dumps(rank_doc(0)).encode()
 
@@ -28,9 +28,9 @@ _ARGS = ["device", "stream", "External id", "correlation", "bytes", "Collective 
 
 @pytest.mark.timeout(300)
 @settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 80)), deadline=None)
-@given(ops=st.lists(_MUTATION, min_size=1, max_size=5), gz=st.booleans())
+@given(ops=st.lists(MUTATION, min_size=1, max_size=5), gz=st.booleans())
 def test_byte_mutations(ops: list, gz: bool) -> None:
-    data = _mutate(GOOD, ops)
+    data = mutate(GOOD, ops)
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "rank0.json"
         src.write_bytes(gzip.compress(data) if gz else data)

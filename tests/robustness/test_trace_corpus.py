@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from robustness.contract import open_or_one_sentence
+from robustness.mutations import JSON_VALUES, MUTATION, mutate
 from tracegen import write_tiny
 
 
@@ -91,51 +92,24 @@ def test_damaged_trace_opens_or_fails_in_one_sentence(name: str, valid: Path, tm
     open_or_one_sentence(t)
 
 
-_MUTATION = st.tuples(st.sampled_from(["flip", "truncate", "insert", "delete", "zero"]), st.floats(0, 1), st.binary(min_size=1, max_size=16))
-
-
-def _mutate(data: bytes, ops: list[tuple[str, float, bytes]]) -> bytes:
-    b = bytearray(data)
-    for op, where, blob in ops:
-        i = min(int(where * len(b)), max(len(b) - 1, 0))
-        if op == "flip" and b:
-            b[i] ^= blob[0] | 1
-        elif op == "truncate":
-            del b[i:]
-        elif op == "insert":
-            b[i:i] = blob
-        elif op == "delete":
-            del b[i : i + len(blob)]
-        elif op == "zero":
-            b[i : i + len(blob)] = bytes(len(b[i : i + len(blob)]))
-    return bytes(b)
-
-
 @pytest.mark.timeout(300)
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(file=st.sampled_from(["meta.json", "tracks.arrow", "instructions.arrow", "dma.arrow", "kernels.arrow",
                              "ops.arrow", "collectives.arrow", "counters.arrow", "flows.arrow"]),
-       ops=st.lists(_MUTATION, min_size=1, max_size=4))
+       ops=st.lists(MUTATION, min_size=1, max_size=4))
 def test_fuzzed_trace_files(valid: Path, file: str, ops: list[tuple[str, float, bytes]]) -> None:
     with tempfile.TemporaryDirectory() as d:
         t = Path(d) / "t.trnx"
         shutil.copytree(valid, t)
         f = t / file
-        f.write_bytes(_mutate(f.read_bytes(), ops))
+        f.write_bytes(mutate(f.read_bytes(), ops))
         open_or_one_sentence(t)
-
-
-_JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=6,
-)
 
 
 @pytest.mark.timeout(300)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(["format", "version", "span_ns", "tables", "hardware", "workload", "compression", "time_unit"]),
-       value=_JSON)
+       value=JSON_VALUES)
 def test_fuzzed_meta_values(valid: Path, key: str, value: object) -> None:
     with tempfile.TemporaryDirectory() as d:
         t = Path(d) / "t.trnx"
