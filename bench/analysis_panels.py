@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import sys
 import time
@@ -36,13 +35,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from process_memory import peak_mib, rss_mib  # noqa: E402
 from synth_trace import cached_synthetic_trace  # noqa: E402
 
 WIDTH, HEIGHT = 1920, 1080
-
-
-def peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def isolate_settings() -> None:
@@ -64,8 +60,7 @@ def qt_baseline_mib() -> float:
     w.show()
     for _ in range(5):
         app.processEvents()
-    with open("/proc/self/status") as fh:
-        rss = next((int(line.split()[1]) / 1024 for line in fh if line.startswith("VmRSS:")), 0.0)
+    rss = rss_mib()
     w.close()
     w.deleteLater()
     app.processEvents()

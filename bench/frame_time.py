@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from process_memory import peak_mib, rss_mib  # noqa: E402
 from synth_trace import cached_synthetic_trace, disk_size  # noqa: E402
 
 WIDTH, HEIGHT = 1920, 1080
@@ -46,18 +46,6 @@ ZOOM_STEP = 0.8
 DEEPEST_NS = 200.0  # a few single instructions across the screen
 GOAL_FIRST_FRAME_S = 2.0
 GOAL_FRAME_MS = 16.0
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def stats(ms: list[float]) -> tuple[float, float, float]:
@@ -103,7 +91,7 @@ def run_ours(path: Path, repeat: int) -> dict:
     window.show()
     for _ in range(5):
         app.processEvents()
-    qt_baseline = rss_mb()
+    qt_baseline = rss_mib()
     ready_at: list[float] = []
     window.analysis.session.ready.connect(lambda a: ready_at.append(time.perf_counter()) if a is not None else None)
     t_open = time.perf_counter()
@@ -136,7 +124,7 @@ def run_ours(path: Path, repeat: int) -> dict:
             i += len(frames)
     pans = {w: pan_scenario(tl.viewport.set_range, frame, lo, hi, w) for w in ((hi - lo) / 2, 1e5, 2e3)}
     QApplication.processEvents()
-    peak_timeline = peak_mb()
+    peak_timeline = peak_mib()
     # the analysis panels (summary, operator tree, recommendations) computed on their worker
     # since the trace was shown: wait for them, so the peak below includes them
     session = window.analysis.session
@@ -158,7 +146,7 @@ def run_ours(path: Path, repeat: int) -> dict:
         "zoom_cpu": zoom_cpu,
         "pans": pans,
         "qt_baseline_mb": qt_baseline,
-        "peak_mb": peak_mb(),
+        "peak_mb": peak_mib(),
         "peak_timeline_mb": peak_timeline,
         "analyses_s": analyses_s,
         "visible_rows": len(tl.canvas.visible_geoms()[1]),
