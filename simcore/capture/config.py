@@ -105,30 +105,34 @@ def _positive(name: str, value: Any) -> int:
     return int(value)
 
 
-def _parse_cores(cores: Any, n: int) -> list[int] | None:
-    if cores is None:
-        return None
-    if isinstance(cores, str):
-        text = cores.strip().lower()
+def parse_index_list(value: Any, n: int, flag: str, noun: str, example: str, scope: str) -> list[int]:
+    """'all', '0,5', an int or a list of ints as sorted distinct indices in 0..n-1 (cores, chips),
+    or a ConfigError naming `flag` ("the chip has cores 0..7" with scope "the chip")."""
+    if isinstance(value, str):
+        text = value.strip().lower()
         if text == "all":
             return list(range(n))
         try:
             picked = [int(x) for x in text.split(",") if x.strip()]
         except ValueError:
-            raise ConfigError(f"--cores '{cores}' must be 'all' or core numbers like 0,1,2.") from None
-    elif isinstance(cores, (int, np.integer)) and not isinstance(cores, bool):
-        picked = [int(cores)]
-    elif isinstance(cores, (list, tuple)) and all(
-            isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in cores):
-        picked = [int(x) for x in cores]
+            raise ConfigError(f"{flag} '{value}' must be 'all' or {noun} numbers like {example}.") from None
+    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        picked = [int(value)]
+    elif isinstance(value, (list, tuple)) and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in value):
+        picked = [int(x) for x in value]
     else:
-        raise ConfigError(f"--cores {cores!r} must be 'all' or core numbers like 0,1,2.")
+        raise ConfigError(f"{flag} {value!r} must be 'all' or {noun} numbers like {example}.")
     if not picked:
-        raise ConfigError("--cores names no core; give 'all' or core numbers like 0,1.")
-    bad = [c for c in picked if not 0 <= c < n]
+        raise ConfigError(f"{flag} names no {noun}; give 'all' or {noun} numbers like {example}.")
+    bad = [x for x in picked if not 0 <= x < n]
     if bad:
-        raise ConfigError(f"--cores {bad[0]} does not exist: the chip has cores 0..{n - 1}.")
+        raise ConfigError(f"{flag} {bad[0]} does not exist: {scope} has {noun}s 0..{n - 1}.")
     return sorted(set(picked))
+
+
+def _parse_cores(cores: Any, n: int) -> list[int] | None:
+    return None if cores is None else parse_index_list(cores, n, "--cores", "core", "0,1,2", "the chip")
 
 
 def model_shape(c: CaptureConfig) -> tuple[str, int, int, int, int]:

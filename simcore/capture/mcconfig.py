@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from simcore.capture.config import parse_index_list
 from simcore.collectives import ALGORITHMS
 from simcore.errors import ConfigError
 from simcore.hardware import Hardware
@@ -64,27 +65,7 @@ def check_single_chip_options(c, name: str) -> None:
 
 
 def parse_chip_list(value: Any, chips: int, flag: str) -> list[int]:
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text == "all":
-            return list(range(chips))
-        try:
-            picked = [int(x) for x in text.split(",") if x.strip()]
-        except ValueError:
-            raise ConfigError(f"{flag} '{value}' must be 'all' or chip numbers like 0,5.") from None
-    elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        picked = [int(value)]
-    elif isinstance(value, (list, tuple)) and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-                                                  for x in value):
-        picked = [int(x) for x in value]
-    else:
-        raise ConfigError(f"{flag} {value!r} must be 'all' or chip numbers like 0,5.")
-    if not picked:
-        raise ConfigError(f"{flag} names no chip; give 'all' or chip numbers like 0,5.")
-    bad = [x for x in picked if not 0 <= x < chips]
-    if bad:
-        raise ConfigError(f"{flag} {bad[0]} does not exist: the capture has chips 0..{chips - 1}.")
-    return sorted(set(picked))
+    return parse_index_list(value, chips, flag, "chip", "0,5", "the capture")
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
