@@ -2,9 +2,10 @@
 
     .venv/bin/python docs/images/screenshot.py [TRACE] [-o PNG]
 
-Opens the explorer offscreen at 1920x1080, waits for the trace and its analyses, finds the first
-MultiplyMoving instruction after mid-trace with the search bar, shows the 300 us around it with its details and dependencies, and saves the window. Rerun it whenever the window
-or the simulator changes what the picture shows.
+Opens the explorer offscreen at 1920x1080, waits for the trace and its analyses, finds the
+first MultiplyMoving instruction after mid-trace with the search bar, shows the 300 us around
+it with its details and dependencies, and saves the window. Rerun it whenever the window or
+the simulator changes what the picture shows.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ the Neuron profiler's summary where it has one.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 from typing import Any
 

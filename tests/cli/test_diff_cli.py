@@ -40,7 +40,7 @@ def test_text_shows_metric_engine_op_and_kernel_deltas(pair):
     assert "-3 us" in out and ":: matmul_qkv" in out
 
 
-def test_metrics_a_kernel_level_trace_lacks_read_n_a_not_nan(tmp_path):
+def test_metrics_a_kernel_level_trace_cannot_compute_read_n_a_not_nan(tmp_path):
     """Engine and DMA percentages need instruction detail; without it both sides say n/a."""
     t = at.basic_tables()
     for table in ("instructions", "dma", "flows"):
