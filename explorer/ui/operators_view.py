@@ -24,7 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.model.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarchy
-from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+from explorer.model.metrics import format_metric
+from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from simcore.errors import UserError
 
 CHUNK = 500  # children handed to the view per fetchMore
@@ -71,8 +72,8 @@ def format_cell(key: str, row, origin: int) -> str:
         return format_ns(v - origin)
     if key == "share_percent":
         return f"{v:.2g} %" if v < 0.1 else f"{v:.3g} %"
-    if key in ("flops",):
-        return f"{format_count(v)}FLOP" if v >= 1000 else f"{v:.0f} FLOP"
+    if key == "flops":
+        return format_metric(v, "FLOP")
     if key == "hbm_bytes":
         return format_bytes(v)
     if key == "tflops":
