@@ -66,6 +66,6 @@ def diff(a: str, b: str, as_json: bool, top: int) -> None:
         worst = changed.reindex(changed["delta_ns"].abs().sort_values(ascending=False, kind="stable").index).head(top)
         for r in worst.to_dict("records"):
             name = f"{r['path']} #{r['occurrence']}" if label == "key" else f"{r['op_key']} :: {r['name']}"
-            a_v = format_value(None if math.isnan(r[a_col]) else r[a_col], "ns")
-            b_v = format_value(None if math.isnan(r[b_col]) else r[b_col], "ns")
+            a_v = format_value(r[a_col], "ns")
+            b_v = format_value(r[b_col], "ns")
             click.echo(f"  {_signed_ns(r['delta_ns']):>11} {a_v:>11} -> {b_v:<11} {_ratio(r['ratio']):>8}  {name}")

@@ -104,8 +104,8 @@ def metric_rows(d: TraceDiff) -> pd.DataFrame:
             return f"{v:+.4g} pp" if v else "0 pp"  # a difference of percents is in percentage points
         return ("+" if v > 0 else "") + format_metric(v, unit)
 
-    m["a_text"] = [format_metric(None if missing(v) else v, u) for v, u in zip(m["a"], m["unit"])]
-    m["b_text"] = [format_metric(None if missing(v) else v, u) for v, u in zip(m["b"], m["unit"])]
+    m["a_text"] = [format_metric(v, u) for v, u in zip(m["a"], m["unit"])]
+    m["b_text"] = [format_metric(v, u) for v, u in zip(m["b"], m["unit"])]
     m["delta_text"] = [delta(v, u) for v, u in zip(m["delta"], m["unit"])]
     return m
 
