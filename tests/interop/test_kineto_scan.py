@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from interop.kineto_samples import NCCL, COMM_ARGS, rank_doc, write_ranks
 from robustness.contract import import_or_one_sentence
 from robustness.test_kineto_corpus import CORPUS
-from robustness.test_trace_corpus import _MUTATION, _mutate
+from robustness.mutations import MUTATION, mutate
 from simcore.errors import UserError
 from simcore.trace import open_trace
 from explorer.interop import import_kineto
@@ -257,9 +257,9 @@ def test_a_refused_file_still_imports(tmp_path: Path) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(ops=st.lists(_MUTATION, min_size=1, max_size=6), gz=st.booleans())
+@given(ops=st.lists(MUTATION, min_size=1, max_size=6), gz=st.booleans())
 def test_any_bytes_are_read_in_bounds_or_refused(ops: list, gz: bool) -> None:
-    data = _mutate(gzip.compress(GOOD) if gz else GOOD, ops)
+    data = mutate(gzip.compress(GOOD) if gz else GOOD, ops)
     found = S.scan(data, [True] * len(CATEGORIES))
     if found is None:
         return
@@ -278,7 +278,7 @@ def test_any_bytes_are_read_in_bounds_or_refused(ops: list, gz: bool) -> None:
 
 @pytest.mark.timeout(300)
 @settings(max_examples=60, deadline=None)
-@given(ops=st.lists(_MUTATION, min_size=1, max_size=5))
+@given(ops=st.lists(MUTATION, min_size=1, max_size=5))
 def test_damaged_files_through_the_scanner_import_or_fail_in_one_sentence(ops: list) -> None:
     """tests/robustness's byte mutations, with the scanner reading first (it refuses, or its
     columns make a valid trace)."""
@@ -286,7 +286,7 @@ def test_damaged_files_through_the_scanner_import_or_fail_in_one_sentence(ops: l
 
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "rank0.json"
-        src.write_bytes(_mutate(GOOD, ops))
+        src.write_bytes(mutate(GOOD, ops))
         import_or_one_sentence([src], Path(d) / "out.trnx")
 
 
