@@ -5,7 +5,7 @@ annotations, nested aten ops, cudaLaunchKernel runtime events, python_function e
 - usually the bulk of a file -, GEMM/elementwise kernels, NCCL all-reduces with
 record_param_comms args, memcpys and ac2g flow events), then times:
 
-  ours      import_kineto(): the compiled byte scanner (explorer/interop/kineto_scan.py:
+  ours      import_kineto(): the compiled byte scanner (explorer/interop/kineto/scan.py:
             one pass over the bytes into arrays, no Python object per event), columns per
             rank, cross-rank collective matching, the ops hierarchy, and writing + closing
             the trnx trace; in this process after a first (loading) run, as a library
@@ -40,7 +40,7 @@ import orjson
 import pandas as pd
 
 from explorer.interop import import_kineto
-from explorer.interop import kineto_import as KI
+from explorer.interop.kineto import importer as KI
 
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 KERNELS = ["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "void at::native::vectorized_elementwise_kernel<4>",

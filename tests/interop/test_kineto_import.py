@@ -169,7 +169,7 @@ def test_existing_output_needs_overwrite(two_ranks: Path, tmp_path: Path) -> Non
 
 
 def test_parallel_reading_gives_the_same_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from explorer.interop import kineto_import as KI
+    from explorer.interop.kineto import importer as KI
 
     paths = write_ranks(tmp_path)
     assert not KI._can_fork(paths, 2, KI._input_bytes(paths))  # small input: read one by one, whatever -j says

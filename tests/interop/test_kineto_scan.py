@@ -28,10 +28,10 @@ from robustness.mutations import MUTATION, mutate
 from simcore.errors import UserError
 from simcore.trace import open_trace
 from explorer.interop import import_kineto
-from explorer.interop import kineto_import as KI
-from explorer.interop import kineto_json as KJ
-from explorer.interop import kineto_scan as S
-from explorer.interop.kineto_scanned import CATEGORIES, read_scanned
+from explorer.interop.kineto import importer as KI
+from explorer.interop.kineto import reader as KJ
+from explorer.interop.kineto import scan as S
+from explorer.interop.kineto.scanned import CATEGORIES, read_scanned
 
 TABLES = ("tracks", "kernels", "instructions", "dma", "collectives", "ops", "counters")
 pytestmark = pytest.mark.skipif(not S.HAVE_NUMBA, reason="the scanner needs numba")
@@ -112,7 +112,7 @@ def test_a_small_import_does_not_load_the_scanner(tmp_path: Path) -> None:
     paths = write_ranks(tmp_path)
     code = ("import sys; from explorer.interop import import_kineto; "
             f"import_kineto({[str(p) for p in paths]!r}, {str(tmp_path / 'out.trnx')!r}); "
-            "print('numba' in sys.modules, 'explorer.interop.kineto_scanned' in sys.modules)")
+            "print('numba' in sys.modules, 'explorer.interop.kineto.scanned' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["False", "False"]
     open_trace(tmp_path / "out.trnx")

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.interop.kineto_nesting import _nesting_parents_loop, nesting_parents
+from explorer.interop.kineto.nesting import _nesting_parents_loop, nesting_parents
 
 
 def _nested(draw, t0: int, t1: int, depth: int, out: list) -> None:

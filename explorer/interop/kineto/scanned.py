@@ -1,6 +1,6 @@
 """The byte scanner's arrays -> one rank's `RankEvents`, without a Python object per event.
 
-After `kineto_scan` has found every event's fields, what is left is whole-column work:
+After `kineto.scan` has found every event's fields, what is left is whole-column work:
 pick the rows by ph and category, turn times into float64 columns, and decode each
 *distinct* string once (names and string ids are hashed in compiled code, grouped with
 numpy, checked byte for byte against their group's first member so a hash collision
@@ -20,9 +20,9 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from explorer.interop import json_bytes as J
-from explorer.interop import kineto_scan as S
-from explorer.interop.kineto_events import (
+from explorer.interop.kineto import json_bytes as J
+from explorer.interop.kineto import scan as S
+from explorer.interop.kineto.events import (
     COPY,
     CPU_OP,
     KERNEL,
@@ -38,7 +38,7 @@ from explorer.interop.kineto_events import (
     is_comm_kernel,
     split,
 )
-from explorer.interop.kineto_schema import Args
+from explorer.interop.kineto.schema import Args
 
 CATEGORIES = S.CATEGORIES
 _ARGS = msgspec.json.Decoder(Args)

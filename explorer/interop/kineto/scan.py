@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.interop import json_bytes as J
-from explorer.interop.json_bytes import HAVE_NUMBA, njit
-from explorer.interop.kineto_events import CPU_OP_CATS, GPU_COPY_CATS, GPU_KERNEL_CATS, MEMORY_CAT
+from explorer.interop.kineto import json_bytes as J
+from explorer.interop.kineto.json_bytes import HAVE_NUMBA, njit
+from explorer.interop.kineto.events import CPU_OP_CATS, GPU_COPY_CATS, GPU_KERNEL_CATS, MEMORY_CAT
 
 CATEGORIES = [*sorted(GPU_KERNEL_CATS), *sorted(GPU_COPY_CATS), *sorted(CPU_OP_CATS), MEMORY_CAT]
 

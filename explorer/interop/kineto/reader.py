@@ -1,8 +1,8 @@
 """Read a PyTorch-profiler (Kineto) trace file, whatever state it is in.
 
-The importer first tries the compiled byte scanner (kineto_scan) on the bytes
+The importer first tries the compiled byte scanner (kineto.scan) on the bytes
 `read_json_bytes` gives; a file it refuses is parsed here: msgspec straight into
-typed events that hold only the fields the importer reads (kineto_schema), then
+typed events that hold only the fields the importer reads (kineto.schema), then
 `orjson`, then further down. Real files
 are often not quite JSON: a profiler killed mid-write leaves a truncated file, some
 writers leave trailing commas, names carry raw control characters, NaN sneaks in.
@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from simcore.errors import UserError
-from explorer.interop.kineto_schema import decode
+from explorer.interop.kineto.schema import decode
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_BYTES = 1 << 34  # 16 GiB of JSON: beyond that we refuse rather than exhaust memory

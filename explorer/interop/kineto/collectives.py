@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.interop.kineto_schema import Args
+from explorer.interop.kineto.schema import Args
 
 DTYPE_BYTES = {
     "float": 4, "float32": 4, "int": 4, "int32": 4, "uint32": 4,

@@ -5,7 +5,7 @@ names, places ((device, stream) or (pid, tid)), External ids and categories as i
 codes into small per-rank vocabularies, and the args of the few events that need them
 (NCCL kernels, collective CPU ops) in a sparse row -> args map. The importer then works
 on whole columns. Three producers:
-- the compiled byte scanner's arrays (kineto_scanned), for well-formed files;
+- the compiled byte scanner's arrays (kineto.scanned), for well-formed files;
 - msgspec's typed events (`_extract_typed`), for files the scanner refuses;
 - plain JSON values (`_extract_dicts`), for files only the tolerant parsers read.
 `python_function` events (often most of a file) are dropped unless asked for. Bad
@@ -197,7 +197,7 @@ def _finish(out: RankEvents, cls: list[int], ts: list[float] | np.ndarray, dur: 
 
 def extract(events: list[Any], *, include_python: bool = False) -> RankEvents:
     """One pass over a rank's events (dicts, or the typed events of msgspec)."""
-    from explorer.interop.kineto_schema import Event
+    from explorer.interop.kineto.schema import Event
 
     if events and type(events[0]) is Event:
         return _extract_typed(events, include_python)
@@ -210,7 +210,7 @@ def _extract_typed(events: list[Any], include_python: bool) -> RankEvents:
     try:
         return _extract_columns(events, include_python)
     except (TypeError, ValueError, AttributeError):
-        from explorer.interop.kineto_schema import as_dicts
+        from explorer.interop.kineto.schema import as_dicts
 
         return _extract_dicts(as_dicts(events), include_python)
 

@@ -3,7 +3,7 @@
 Per rank: each GPU becomes a core, each (GPU, stream) a `kernel` track (and a
 `dma_queue` track for its copies), CPU ops nest per thread under their ProfilerStep,
 kernels find their op through the External id, and NCCL kernels are collected for
-cross-rank matching (kineto_collectives). Strings travel as (codes, vocabulary) pairs:
+cross-rank matching (kineto.collectives). Strings travel as (codes, vocabulary) pairs:
 per-rank vocabularies are merged once per table, in order of first appearance, so the
 written dictionaries do not depend on which reader produced the events.
 """
@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from simcore.trace import TraceWriter
-from explorer.interop import kineto_collectives as KC
-from explorer.interop.kineto_events import RankEvents, dur_ns, to_ns
-from explorer.interop.kineto_nesting import _nesting_parents_loop, nesting_parents
-from explorer.interop.kineto_schema import args_dict
+from explorer.interop.kineto import collectives as KC
+from explorer.interop.kineto.events import RankEvents, dur_ns, to_ns
+from explorer.interop.kineto.nesting import _nesting_parents_loop, nesting_parents
+from explorer.interop.kineto.schema import args_dict
 
 _STEP = re.compile(r"^ProfilerStep\s*#\s*(\d+)")
 MEMORY_COUNTER = "Device Memory Allocated"  # bytes, per GPU (core), from profile_memory samples

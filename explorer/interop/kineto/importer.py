@@ -6,7 +6,7 @@ Mapping (docs/interop.md has the full table):
   views show them too);
 - memcpy/memset -> `dma` rows on one `dma_queue` track per stream;
 - NCCL/RCCL kernels -> also `collectives` rows on the rank's `cc` track, matched
-  across ranks (kineto_collectives);
+  across ranks (kineto.collectives);
 - `ProfilerStep#N` -> `layer` rows, `cpu_op`/`user_annotation` -> nested `op` rows,
   linked to kernels through the profiler's External id.
 """
@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from simcore.errors import UserError
-from explorer.interop.kineto_builder import MEMORY_COUNTER, Builder
-from explorer.interop.kineto_events import RankEvents, extract
-from explorer.interop.kineto_json import KinetoFile, parse_kineto, read_json_bytes
-from explorer.interop.kineto_nesting import _nesting_parents_loop, nesting_parents
+from explorer.interop.kineto.builder import MEMORY_COUNTER, Builder
+from explorer.interop.kineto.events import RankEvents, extract
+from explorer.interop.kineto.reader import KinetoFile, parse_kineto, read_json_bytes
+from explorer.interop.kineto.nesting import _nesting_parents_loop, nesting_parents
 
 __all__ = ["MEMORY_COUNTER", "ImportReport", "import_kineto", "nesting_parents", "_nesting_parents_loop", "rank_of"]
 _RANK_IN_NAME = re.compile(r"rank[\s_\-.]*(\d+)", re.I)
@@ -123,7 +123,7 @@ def import_kineto(
             gc.enable()
 
 
-_SCANNER = "explorer.interop.kineto_scanned"
+_SCANNER = "explorer.interop.kineto.scanned"
 
 
 def read_scanned(data: bytes, include_python: bool) -> tuple[RankEvents, dict[str, Any]] | None:
@@ -133,7 +133,7 @@ def read_scanned(data: bytes, include_python: bool) -> tuple[RankEvents, dict[st
     costs a process ~0.25 s (compiling it, the first time on a machine, ~8 s), which a
     cold `trnx import` repays from about 32 MB of JSON (SCAN_MIN_BYTES); once loaded, it
     reads every file."""
-    from explorer.interop.kineto_scanned import read_scanned as scanned
+    from explorer.interop.kineto.scanned import read_scanned as scanned
 
     return scanned(data, include_python)
 
