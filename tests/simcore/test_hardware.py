@@ -9,7 +9,7 @@ from simcore.hardware import load_hardware, preset_names
 
 
 def test_builtin_presets():
-    assert {"trn2", "trn3"} <= set(preset_names())
+    assert {"trn1", "trn1.32xlarge", "trn2", "trn3"} <= set(preset_names())
     trn3 = load_hardware("trn3")
     assert trn3.cores_per_chip == 8
     assert trn3.tensor["peak_tflops"]["bf16"] == 79 and trn3.tensor["peak_tflops"]["mxfp8"] == 315
@@ -18,13 +18,28 @@ def test_builtin_presets():
     assert load_hardware("trn2").sbuf_bytes == 28 * 2**20
 
 
-@pytest.mark.parametrize("name", ["trn2", "trn3"])
+@pytest.mark.parametrize("name", ["trn1", "trn2", "trn3"])
 def test_published_peaks_match_the_array_clock_and_macs(name):
     """2 x rows x cols x clock x MACs/PE/cycle reproduces each published per-core peak (published
     figures are rounded to two or three digits: 20 FP32 TFLOPS is 19.66)."""
     hw = load_hardware(name)
     for dtype in hw.matmul_dtypes():
         assert hw.derived_peak_tflops(dtype) == pytest.approx(hw.tensor["peak_tflops"][dtype], rel=0.02)
+
+
+def test_trn1_presets_carry_the_published_trainium1_figures():
+    """trn1.32xlarge: 16 Trainium1 chips of 2 NeuronCore-v2 (24 MiB SBUF, 2 MiB PSUM, 92 BF16 TFLOPS each),
+    32 GiB of HBM at 820 GB/s per chip, 16 x 2 DMA engines at 27 GiB/s (~1 TB/s), a 4x4 torus of
+    NeuronLink-v2 at 384 GiB/s per chip; chip and instance totals as the Trn1 pages state them."""
+    chip, inst = load_hardware("trn1"), load_hardware("trn1.32xlarge")
+    assert (chip.chips, chip.cores_per_chip, inst.chips) == (1, 2, 16)
+    assert chip.sbuf_bytes == 24 * 2**20 and chip.psum_banks == 8 and chip.hbm_capacity == 32 * 2**30
+    assert chip.hbm_bytes_per_ns == 820 and not chip.supports("mxfp8")
+    assert chip.cores_per_chip * chip.tensor["peak_tflops"]["bf16"] == pytest.approx(190, rel=0.04)   # 190 per chip
+    assert inst.chips * chip.cores_per_chip * chip.tensor["peak_tflops"]["fp32"] == pytest.approx(760, rel=0.04)
+    assert chip.core_dma_bytes_per_ns * chip.cores_per_chip == pytest.approx(1000, rel=0.08)          # "1 TB/sec"
+    assert inst.data["link"]["bandwidth_gbps"] == pytest.approx(384 * 2**30 / 1e9, rel=0.01)
+    assert inst.data["topology"]["dims"] == [4, 4]
 
 
 def test_chip_dma_matches_hbm_bandwidth_on_trn3():
