@@ -1,0 +1,106 @@
+"""Fidelity against public measurements (simcore.validation): every fast case must land within its
+tolerance of the published figure, and docs/validation.md must be what the dataset produces.
+
+Cases the current simulator misses are strict xfails whose reason carries the error measured when
+they were marked: when the fidelity work (issue 14) brings one inside its tolerance the strict xfail
+fails, and its line here must go.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simcore.errors import ConfigError
+from simcore.validation import load_dataset, run_cases
+from simcore.validation.__main__ import main
+from simcore.validation.report import FINGERPRINT, dataset_fingerprint, row
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "validation.md"
+DATA = load_dataset()
+FAST = [c for c in DATA.cases if c.fast]
+
+# id -> why the current simulator misses it (error when marked; - = simulator too fast)
+KNOWN_MISSES = {
+    "decode-attention-ncv2-gqa8x2-kv512": "-88%: 8 us simulated for a 67 us kernel -- no fixed kernel launch cost",
+    "allgather-32r-fp32-512kib": "-54%: collectives are closed-form link time, no DMA/HBM cost per step",
+    "allreduce-2r-uint8-32mib": "-57%: 2 cores of one chip simulated as 2 chips over NeuronLink (no LNC, no HBM-bound intra-chip stage)",
+    **{f"allreduce-2r-fp32-{s}": "-96%: the 2023 runtime's ~58 us fixed cost per collective is not modelled (not fitted)"
+       for s in ("1kib", "4kib", "16kib", "64kib")},
+    "allreduce-2r-fp32-256kib": "-92%: fixed per-collective cost of the 2023 runtime not modelled (not fitted)",
+    "allreduce-2r-fp32-1mib": "-82%: fixed per-collective cost of the 2023 runtime not modelled (not fitted)",
+    "allreduce-2r-fp32-4mib": "-60%: intra-chip all-reduce simulated over NeuronLink, not HBM/DMA bound",
+    "allreduce-2r-fp32-16mib": "-50%: intra-chip all-reduce simulated over NeuronLink at ~2x the measured 47 GB/s",
+    "allreduce-2r-fp32-64mib": "-46%: intra-chip all-reduce simulated at ~2x the measured 51 GB/s bus bandwidth",
+    "allreduce-2r-fp32-256mib": "-45%: intra-chip all-reduce simulated at ~2x the measured 53 GB/s bus bandwidth",
+    "allreduce-2r-fp32-1gib": "-45%: intra-chip all-reduce simulated at ~2x the measured 53 GB/s bus bandwidth",
+}
+
+
+@pytest.fixture(scope="module")
+def fast_results():
+    return {r.case.id: r for r in run_cases(FAST)}
+
+
+def _param(case):
+    marks = [pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[case.id])] if case.id in KNOWN_MISSES else []
+    return pytest.param(case.id, marks=marks, id=case.id)
+
+
+@pytest.mark.parametrize("case_id", [_param(c) for c in FAST])
+def test_simulated_figure_is_within_tolerance_of_the_measurement(case_id, fast_results):
+    r = fast_results[case_id]
+    c = r.case
+    assert abs(r.error) <= c.tolerance, (
+        f"{c.id}: simulated {r.simulated:.4g} {c.unit} vs measured {c.measured:g} {c.unit} "
+        f"({r.error:+.1%}, tolerance ±{c.tolerance:.0%}); source {c.source}")
+
+
+def test_known_misses_name_real_fast_cases():
+    assert set(KNOWN_MISSES) <= {c.id for c in FAST}
+
+
+def test_the_dataset_cites_a_source_for_every_measurement():
+    fit = [c for c in DATA.cases if c.fit]
+    assert len(DATA.cases) >= 15 and len(fit) >= 10
+    assert all(c.source.startswith("https://") and c.quote and c.hardware and c.config for c in DATA.cases)
+    e2e = [c for c in DATA.cases if c.kind == "end_to_end"]
+    assert e2e and all(c.out_of_sample and not c.fit and not c.fast for c in e2e)   # never fitted, kept apart
+
+
+def test_docs_validation_is_up_to_date_with_the_dataset(fast_results):
+    text = DOC.read_text(encoding="utf-8")
+    assert f"{FINGERPRINT} {dataset_fingerprint()}" in text, \
+        "dataset.toml changed: regenerate with python -m simcore.validation --out docs/validation.md"
+    for case in DATA.cases:
+        assert f"`{case.id}`" in text
+    stale = [cid for cid, r in fast_results.items() if row(r) not in text]
+    assert not stale, f"simulated figures changed for {stale}: regenerate with python -m simcore.validation --out docs/validation.md"
+
+
+def test_cli_writes_the_report_and_check_detects_a_stale_one(tmp_path, capsys):
+    out = tmp_path / "v.md"
+    assert main(["--fast", "--quiet", "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "Fast subset only" in text and "| matmul |" in text and "median |error|" in capsys.readouterr().out
+    assert main(["--fast", "--quiet", "--out", str(out), "--check"]) == 0
+    out.write_text(text.replace("6.378 ms", "6.000 ms"), encoding="utf-8")
+    assert main(["--fast", "--quiet", "--out", str(out), "--check"]) == 1
+    assert "out of date" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s.replace('unit = "ms"', 'unit = "fortnights"', 1), "unit must be one of us, ms, s"),
+    (lambda s: s.replace("measured = 6.97", "measured = -1", 1), "'measured' must be a positive number"),
+    (lambda s: s.replace("fit = false\nout_of_sample = true", "fit = true\nout_of_sample = true", 1),
+     "end-to-end figures must be fit = false"),
+    (lambda s: s + '\n[[case]]\nid = "x"\n', "lacks 'kind'"),
+])
+def test_a_malformed_dataset_fails_with_one_sentence(tmp_path, edit, message):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(edit((ROOT / "simcore" / "validation" / "dataset.toml").read_text(encoding="utf-8")))
+    with pytest.raises(ConfigError, match=message):
+        load_dataset(bad)
+    assert main(["--dataset", str(bad), "--quiet"]) == 2
