@@ -1,4 +1,5 @@
-"""`trnx import TRACE.json[.gz] ... -o OUT.trnx`: PyTorch-profiler traces into a trnx trace."""
+"""`trnx import TRACE.json[.gz] ... | PROFILE_DIR ... -o OUT.trnx`: PyTorch-profiler traces or Neuron
+Explorer profiles into a trnx trace (a directory of `<Table>.parquet` files is a Neuron Explorer profile)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import click
 @click.command(
     "import",
     help=(
-        "Import PyTorch-profiler (Kineto) traces, one file per rank (.json or .json.gz), into a "
-        "trnx trace. The rank comes from distributedInfo, else from 'rank<N>' in the file name. "
+        "Import PyTorch-profiler (Kineto) traces, one file per rank (.json or .json.gz), or Neuron Explorer "
+        "profiles (directories of <Table>.parquet files, one per rank, or a directory of them) into a "
+        "trnx trace. A Kineto file's rank comes from distributedInfo, else from 'rank<N>' in the file name; "
+        "Neuron profiles are ranks 0.. in name order. "
         "Damaged files (truncated, trailing commas, control characters) keep every complete event. "
         "Prints each rank's temporal breakdown (idle / compute / non-compute) and communication overlap."
     ),
@@ -29,7 +32,25 @@ def import_trace(traces: tuple[str, ...], output: str, include_python: bool, ove
     from explorer.model.temporal import temporal_summary
 
     import os
+    from pathlib import Path
 
+    from explorer.interop.neuron_profile import import_neuron_profile, looks_like_profile
+
+    if any(looks_like_profile(Path(t)) for t in traces):
+        neuron = import_neuron_profile(list(traces), output, overwrite=overwrite)
+        temporal = temporal_summary(open_trace(neuron.path))
+        t = temporal.to_dict() if temporal is not None else {"ranks": [], "stragglers": [], "straggler_ranks": []}
+        if as_json:
+            click.echo(json.dumps({"path": str(neuron.path), "ranks": neuron.ranks, "rows": neuron.rows,
+                                   "notes": neuron.notes, "breakdown": t["ranks"], "stragglers": t["straggler_ranks"]}, indent=2))
+            return
+        for note in neuron.notes:
+            click.echo(f"note: {note}", err=True)
+        rows = ", ".join(f"{n} {c:,}" for n, c in neuron.rows.items())
+        click.echo(f"wrote {neuron.path}: {len(neuron.ranks)} rank(s) from Neuron Explorer profiles; {rows}")
+        if temporal is not None:
+            print_temporal(t)
+        return
     report = import_kineto(list(traces), output, include_python=include_python, overwrite=overwrite,
                            workers=jobs if jobs > 0 else (os.cpu_count() or 1))
     temporal = temporal_summary(open_trace(report.path))
