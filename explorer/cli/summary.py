@@ -64,6 +64,9 @@ def build_report(path: str, chips: tuple[int, ...], time_range: str | None, per_
     report["collectives"] = coll.to_dict("records")
     temporal = temporal_summary(trace, scope)  # None with fewer than two ranks and no communication
     report["temporal"] = None if temporal is None else temporal.to_dict()
+    from explorer.model.profile_summary import profile_comparison
+
+    report["profile_summary"] = [c.to_dict() for c in profile_comparison(trace, list(chips) or None)]
     if recommendations:
         whole = not chips and window is None
         recs = recommend(trace, summary=summary) if whole else recommend(trace)
@@ -96,6 +99,8 @@ def print_report(r: dict[str, Any]) -> None:
                        f"{format_ns(c['transfer_ns']):>11} {format_ns(c['total_wait_ns']):>11} "
                        f"{format_ns(c['max_wait_ns']):>11}  chip {c['slowest_chip']} rank {c['slowest_rank']} "
                        f"(+{format_ns(c['slowest_lead_ns'])})")
+    if r.get("profile_summary"):
+        print_profile_summary(r["profile_summary"])
     if r.get("temporal"):
         print_temporal(r["temporal"])
     if "recommendations" in r:
@@ -109,6 +114,20 @@ def print_report(r: dict[str, Any]) -> None:
                 where = f"{link['node']} " if link["node"] else ""
                 click.echo(f"     -> {where}tracks {','.join(map(str, link['track_ids']))} "
                            f"{link['t0']}..{link['t1']} ns: {link['label']}")
+
+
+def print_profile_summary(rows: list[dict[str, Any]]) -> None:
+    """The Neuron Explorer profile's own Summary beside ours, per rank, disagreements named."""
+    bad = [r for r in rows if r["disagrees"]]
+    click.echo(f"\nNeuron Explorer's Summary beside ours ({len(rows)} fields compared, {len(bad)} disagree; "
+               "ours over each rank's own window)")
+    click.echo(f"  {'chip':>4} {'Neuron field':<36} {'profile':>16} {'ours':>16}")
+    for r in rows:
+        flag = "  DISAGREES" if r["disagrees"] else ""
+        click.echo(f"  {r['chip']:>4} {r['field']:<36} {format_value(r['profile'], r['unit']):>16} "
+                   f"{format_value(r['ours'], r['unit']):>16}{flag}")
+    if bad:
+        click.echo("  disagreements: " + "; ".join(f"chip {r['chip']} {r['field']}" for r in bad))
 
 
 def print_temporal(t: dict[str, Any]) -> None:

@@ -201,7 +201,7 @@ def write_profile(d: Path, *, rank: int = 0, ranks: int = 1, lnc: int = 2, layer
     th = {"duration": [3000, 5000, 2000], "k": [3, 1, 7], "n": [4, 2, 8], "timestamp": th_ts.tolist(),
           "type": ["activity_0", "activity_0", "unknown"], "pcore_idx": [0, 1 % lnc, 0]}
     _write(d, "Throttle", th, dict(duration=I64, k=I32, n=I32, timestamp=I64, type=STR, pcore_idx=I64))
-    total_s = (last - T_BASE) / 1e9
+    total_s = (last - (T_BASE + skew_ns)) / 1e9
     summary = {"total_time": total_s, "hardware_flops": int(np.nansum(np.array(ins["raw_flops"], dtype=float))),
                "tensor_engine_instruction_count": ins["engine"].count("tensor"),
                "dma_transfer_count": len(dma["id"]), "cc_op_count": len(cc["op_id"]),

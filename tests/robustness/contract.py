@@ -59,3 +59,24 @@ def open_or_one_sentence(path: Path) -> bool:
         assert_one_sentence(exc)
         return False
     return True
+
+
+def import_profile_or_one_sentence(paths: list[Path], out: Path) -> bool:
+    """Import Neuron Explorer profile directories; True for a valid trace (also summarised and
+    exported), False for a clean one-sentence error that left nothing behind."""
+    from explorer.export import FORMATS
+    from explorer.interop.neuron_profile import import_neuron_profile
+    from explorer.model.profile_summary import profile_comparison
+    from explorer.model.summary import summarize
+
+    try:
+        import_neuron_profile(paths, out)
+    except UserError as exc:
+        assert_one_sentence(exc)
+        assert not out.exists(), "a failed import left output behind"
+        return False
+    trace = open_trace(out)  # validates every table
+    summarize(trace)
+    profile_comparison(trace)
+    FORMATS["perfetto"](trace, out.with_suffix(".pftrace"), {})
+    return True

@@ -150,8 +150,11 @@ def read_profile(path: str | Path) -> Profile:
     _check_version(path, meta)
     profile = Profile(path, meta)
     for name, spec in NS.TABLES.items():
-        if name in ("Metadata", "SchemaFields") or not (path / f"{name}{SUFFIX}").is_file():
+        file = path / f"{name}{SUFFIX}"
+        if name in ("Metadata", "SchemaFields") or not file.exists():
             continue
+        if not file.is_file():
+            raise UserError(f"{file} is not a file (a profile's tables are <Table>.parquet files).")
         profile.tables[name] = _read_table(path, spec)
     if "Summary" in profile.tables and profile.tables["Summary"].num_rows:
         profile.summary = _one_row(path, profile.tables.pop("Summary"), "Summary")
