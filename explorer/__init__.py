@@ -1,12 +1,23 @@
 """Trn3 Explorer: open, analyse and view Trainium3 timeline traces.
 
 `explorer.open_trace(path)` is the Python API: every table is a `pyarrow.Table`
-and one `.to_pandas(name)` away from a DataFrame. Importing `explorer` never
-imports Qt; the GUI lives in `explorer.ui`.
+and one `.to_pandas(name)` away from a DataFrame. `explorer.import_neuron_profile(dirs,
+out)` turns Neuron Explorer profiles into a trace. Importing `explorer` never imports Qt;
+the GUI lives in `explorer.ui`.
 """
+
+from typing import Any
 
 from simcore.trace import Trace, open_trace
 
 __version__ = "0.1.0"
 
-__all__ = ["Trace", "__version__", "open_trace"]
+__all__ = ["Trace", "__version__", "import_neuron_profile", "open_trace"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "import_neuron_profile":  # imported on first use: it loads pyarrow.parquet
+        from explorer.interop.neuron_profile import import_neuron_profile
+
+        return import_neuron_profile
+    raise AttributeError(f"module 'explorer' has no attribute {name!r}")
