@@ -36,7 +36,9 @@ def diff(a: str, b: str, as_json: bool, top: int) -> None:
     from explorer.model.diff import diff as compute
     from simcore.trace import open_trace
 
-    d = compute(open_trace(a), open_trace(b))
+    from explorer.interop.neuron_profile.as_trace import trace_path
+
+    d = compute(open_trace(trace_path(a)), open_trace(trace_path(b)))
     ctx = click.get_current_context()
     if as_json:
         keep = top if ctx.get_parameter_source("top") == click.core.ParameterSource.COMMANDLINE else None

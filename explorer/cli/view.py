@@ -40,6 +40,10 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view") 
     if trace is not None and not Path(trace).exists():
         raise UserError(f"{trace} does not exist.")
     check_display()
+    if trace is not None:
+        from explorer.interop.neuron_profile.as_trace import trace_path
+
+        trace = trace_path(trace)  # a Neuron Explorer profile directory opens through an import
     if smoke_test:
         from explorer.ui.smoke import smoke_test as run_smoke_test
 
@@ -51,7 +55,7 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view") 
     return run(trace)
 
 
-@click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory) if given.
+@click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory, or a Neuron Explorer profile directory) if given.
 
 \b
 Examples:
