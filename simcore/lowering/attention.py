@@ -27,7 +27,8 @@ import numpy as np
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.matmul import _expand
-from simcore.lowering.program import GPSIMD, MATRIX, OP as OPC, SCALAR, TENSOR, VECTOR, ProgramBuilder
+from simcore.lowering.engines import GPSIMD, MATRIX, SCALAR, TENSOR, VECTOR
+from simcore.lowering.program import OP as OPC, ProgramBuilder
 
 CHUNK = 512
 SLOTS = 64.0

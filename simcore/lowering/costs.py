@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from simcore.hardware import Hardware
+from simcore.lowering.engines import SCALAR, VECTOR
 
 FP32_LIKE = ("fp32", "int32")
 
@@ -66,8 +67,6 @@ def gpsimd_ns(hw: Hardware, n_per_partition) -> np.ndarray:
 def exp_ns(hw: Hardware, n_per_partition) -> tuple[int, np.ndarray]:
     """(engine, duration) of exp(x - max) with a fused row sum: the Vector engine's
     accelerated exponential where the hardware has one (Trn3), else the Scalar engine."""
-    from simcore.lowering.program import SCALAR, VECTOR
-
     if hw.has_vector_exp:
         s = hw.data["scalar"]
         rate = float(hw.data["vector"]["exp_speedup_vs_scalar"]) * float(s["exp_elems_per_cycle"]) / hw.partitions

@@ -20,7 +20,8 @@ import numpy as np
 
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
-from simcore.lowering.program import GPSIMD, SCALAR, VECTOR, ProgramBuilder
+from simcore.lowering.engines import GPSIMD, SCALAR, VECTOR
+from simcore.lowering.program import ProgramBuilder
 
 NBUF = 3
 MAX_COLS = 8192  # widest column chunk per tile (16 KiB of BF16 per partition per DMA: well past the 4 KiB DMA knee)

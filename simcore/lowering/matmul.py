@@ -25,7 +25,8 @@ import numpy as np
 
 from simcore.hardware import MX_DTYPES, Hardware
 from simcore.lowering import costs as C
-from simcore.lowering.program import MATRIX, OP as C_OP, SCALAR, TENSOR, VECTOR, ProgramBuilder
+from simcore.lowering.engines import MATRIX, SCALAR, TENSOR, VECTOR
+from simcore.lowering.program import OP as C_OP, ProgramBuilder
 
 MOVING = 512
 SPAN = 1e7  # program-order key space per block

@@ -12,26 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Engine queues of one core, in track order. DMA queues follow (qSyncIO0..).
-TENSOR, MATRIX, VECTOR, SCALAR, GPSIMD, SYNC = range(6)
-N_COMPUTE_ENGINES = 6
-ENGINE_TRACKS: tuple[tuple[str, str], ...] = (
-    ("tensor", "Tensor"),
-    ("tensor_matrix", "TensorMatrix"),
-    ("vector", "Vector"),
-    ("scalar", "Scalar"),
-    ("gpsimd", "GpSimd"),
-    ("sync", "Sync"),
-)
-
-
-def dma_queue(i: int) -> int:
-    """Engine id of DMA queue `i` of a core."""
-    return N_COMPUTE_ENGINES + i
-
-
-def dma_track_name(i: int) -> str:
-    return f"qSyncIO{i}"
+from simcore.lowering.costs import dma_ns
+from simcore.lowering.engines import N_COMPUTE_ENGINES, SYNC
 
 
 class Vocab:
@@ -172,8 +154,6 @@ class ProgramBuilder:
             dtype: str = "bf16") -> np.ndarray:
         """A DMA transfer triggered from the Sync engine: a DmaTrigger (descriptor generation)
         then the transfer on DMA queue `queue` after the fixed latency. Returns transfer ids."""
-        from simcore.lowering.costs import dma_ns
-
         key = np.atleast_1d(np.asarray(key, np.float64))
         n = len(key)
         nbytes = np.broadcast_to(np.asarray(nbytes, np.int64), (n,))

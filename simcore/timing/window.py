@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore.hardware import Hardware
-from simcore.lowering.program import N_COMPUTE_ENGINES, Program
+from simcore.lowering.engines import N_COMPUTE_ENGINES
+from simcore.lowering.program import Program
 from simcore.timing.listsched import Sharing, Throttle, schedule
 
 MIN_SLICE_NS = 32.0

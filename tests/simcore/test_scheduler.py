@@ -106,7 +106,7 @@ def test_real_kernels_schedule_the_same_both_ways():
     vectorised closed-form fixed point agree (no throttle or DMA sharing in either)."""
     from simcore.lowering.attention import AttentionShape, lower_attention
     from simcore.lowering.matmul import lower_matmul
-    from simcore.lowering.program import N_COMPUTE_ENGINES
+    from simcore.lowering.engines import N_COMPUTE_ENGINES
 
     hw = load_hardware("trn3")
     b1 = ProgramBuilder()
