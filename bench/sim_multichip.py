@@ -25,8 +25,8 @@ from pathlib import Path
 
 import simcore
 from simcore.capture import CaptureConfig, resolve
-from simcore.capture.chipsim import _CACHES, simulate_program
-from simcore.capture.multichip import chip_classes, sim_items
+from simcore.capture.multichip.chipsim import _CACHES, simulate_program
+from simcore.capture.multichip.capture import chip_classes, sim_items
 from simcore.lowering.kernels import clear_cache
 from simcore.trace import open_trace
 

@@ -1,9 +1,10 @@
 """File > New capture: a form over `simcore.capture`, run off the GUI thread.
 
 The form is built from `simcore.capture.choices()` (presets, models, micro-benchmarks,
-phases, dtypes per preset) and `CaptureConfig`'s fields: fields without a hand-made
-editor (options the simulator grows later, such as multi-chip parallelism) get a
-generic one, so they show up without a change here. Every edit re-runs
+dtypes per preset) and the capture options' declarations (simcore/capture/options.py: their
+help is every editor's tooltip, their choices and defaults fill the editors). Options
+without a hand-made editor (multi-chip parallelism, and whatever the simulator grows
+later) get a generic one in their group's box, so they show up without a change here. Every edit re-runs
 `simcore.capture.resolve` (about a millisecond), the validation `trnx capture` runs,
 and shows its one-sentence error under the form; Run stays disabled until the
 options are valid. The capture runs in a `CaptureWorker` with a progress bar; Cancel
@@ -24,20 +25,24 @@ from PySide6.QtWidgets import (
 
 from explorer.ui.capture_extras import OptionEditor
 from explorer.ui.capture_options import (
-    check_output, extra_fields, flag, format_value, free_path, parse_value, suggest_name,
+    capture_options, check_output, format_value, free_path, parse_value, suggest_name, tooltip,
 )
+from simcore.capture.options import DETAIL, WORKLOAD, Option
 from explorer.ui.capture_worker import CaptureWorker
 from simcore.errors import UserError
 
 PICK_FILE = "\u2026file"  # item data of the "choose a file" entries
+FROM_FILE = "the op graph's own"  # the dtype entry that leaves --dtype unset for an op-graph file
 COMPRESSIONS = ("none", "zstd", "lz4")
 
 
 ACRONYMS = {"tp", "ep", "dp", "pp", "cc", "hbm", "moe", "sp"}
 
 
-def _label(name: str) -> str:
-    words = [w.upper() if w in ACRONYMS else w for w in name.split("_")]
+def _label(opt: Option) -> str:
+    if opt.label:
+        return opt.label
+    words = [w.upper() if w in ACRONYMS else w for w in opt.name.split("_")]
     return " ".join([words[0][:1].upper() + words[0][1:], *words[1:]])
 
 
@@ -56,6 +61,7 @@ class CaptureDialog(QDialog):
         self.setObjectName("capture-dialog")
         self.setWindowTitle("New capture")
         self.facts = choices()
+        self.opts = {o.name: o for o in capture_options()}
         self.directory = Path(directory) if directory else Path.cwd()
         self.worker: CaptureWorker | None = None
         self.show_error_dialogs = True
@@ -66,6 +72,7 @@ class CaptureDialog(QDialog):
         self._validate_timer = QTimer(self, singleShot=True, interval=120)
         self._validate_timer.timeout.connect(self.validate)
 
+        self._dtypes: list[str] = []   # the selected hardware's matmul dtypes
         self.form = QWidget(self)
         self.form.setObjectName("capture-form")
         self._build_form()
@@ -117,23 +124,19 @@ class CaptureDialog(QDialog):
             self.workload.addItem(f"{b['name']} \u2014 micro-benchmark ({b['shape']})", b["name"])
         self.workload.insertSeparator(self.workload.count())
         self.workload.addItem("Op-graph .json file\u2026", PICK_FILE)
+        o = self.opts
         self.phase = QComboBox(objectName="phase")
-        self.phase.addItems(f["phases"])
-        self.phase.setCurrentText(f["defaults"]["phase"])
-        d = f["defaults"]
-        self.batch = QLineEdit(objectName="batch", placeholderText=f"{d['batch']}")
-        self.seq = QLineEdit(objectName="seq", placeholderText=f"{d['seq']}")
-        self.context = QLineEdit(objectName="context", placeholderText=f"{d['context_decode']}")
-        self.shape = QLineEdit(objectName="shape")
+        self.phase.addItems(list(o["phase"].choices or ()))
+        self.phase.setCurrentText(o["phase"].default)
+        self.batch, self.seq, self.context, self.shape, self.layers, self.cores, self.compute_cores = (
+            QLineEdit(objectName=name, placeholderText=o[name].shown_default or "")
+            for name in ("batch", "seq", "context", "shape", "layers", "cores", "compute_cores"))
         self.dtype = QComboBox(objectName="dtype")
-        self.layers = QLineEdit(objectName="layers", placeholderText="all")
         self.detail = QComboBox(objectName="detail")
-        self.detail.addItems(f["details"])
-        self.cores = QLineEdit(objectName="cores", placeholderText="0  ('all' or a list like 0,1)")
-        self.compute_cores = QLineEdit(objectName="compute_cores")
+        self.detail.addItems(list(o["detail"].choices or ()))
         self.seed = QSpinBox(objectName="seed")
         self.seed.setRange(0, 2**31 - 1)
-        self.seed.setValue(int(d["seed"]))
+        self.seed.setValue(int(o["seed"].default))
         self.output = QLineEdit(objectName="output")
         self.output.textEdited.connect(self._user_edited_output)
         browse = QPushButton("Browse\u2026", objectName="output-browse")
@@ -143,35 +146,34 @@ class CaptureDialog(QDialog):
         self.compression.addItems(COMPRESSIONS)
         self.compression.setToolTip("none keeps the trace memory-mappable; zstd makes it several times smaller")
 
-        self.editors = {fld.name: OptionEditor(fld, self.facts) for fld in extra_fields()}
+        # the options with a hand-made editor; every other one gets a generic editor
+        hand_made: dict[str, QWidget] = {
+            "hardware": self.hardware, "workload": self.workload, "phase": self.phase, "batch": self.batch,
+            "seq": self.seq, "context": self.context, "shape": self.shape, "dtype": self.dtype, "layers": self.layers,
+            "detail": self.detail, "cores": self.cores, "compute_cores": self.compute_cores, "seed": self.seed,
+            "overwrite": self.overwrite}
+        self.editors = {opt.name: OptionEditor(opt) for opt in o.values() if opt.name not in hand_made}
         self.extras: dict[str, QWidget] = {name: e.widget for name, e in self.editors.items()}
+        self.widgets: dict[str, QWidget] = {name: hand_made.get(name) or self.extras[name] for name in o}
+        for name, w in hand_made.items():
+            if name in o:
+                w.setToolTip(tooltip(o[name]))
         for editor in self.editors.values():
             editor.on_change(self._changed)
 
         hw_box = QGroupBox("Hardware and workload")
-        form = QFormLayout(hw_box)
-        form.addRow("Hardware", self.hardware)
-        form.addRow("Workload", self.workload)
-        form.addRow("Phase", self.phase)
-        form.addRow("Batch", self.batch)
-        form.addRow("Sequence (prefill/train)", self.seq)
-        form.addRow("Context (KV cache tokens)", self.context)
-        form.addRow("Shape", self.shape)
-        form.addRow("Data type", self.dtype)
-        form.addRow("Layers", self.layers)
         run_box = QGroupBox("Detail and cores")
-        form2 = QFormLayout(run_box)
-        form2.addRow("Detail level", self.detail)
-        form2.addRow("Instruction cores", self.cores)
-        form2.addRow("Compute cores", self.compute_cores)
-        form2.addRow("Seed", self.seed)
-        right: list[QWidget] = []
-        if self.extras:
-            extra_box = QGroupBox("Multi-chip and more")
-            form3 = QFormLayout(extra_box)
-            for name, w in self.extras.items():
-                form3.addRow(f"{_label(name)} ({flag(name)})", w)
-            right.append(extra_box)
+        extra_box = QGroupBox("Multi-chip and more")
+        forms = {WORKLOAD: QFormLayout(hw_box), DETAIL: QFormLayout(run_box)}
+        other = QFormLayout(extra_box)
+        for opt in o.values():
+            if opt.name in hand_made:
+                if opt.group in forms:
+                    forms[opt.group].addRow(_label(opt), hand_made[opt.name])
+            else:
+                form = forms.get(opt.group, other)
+                form.addRow(f"{_label(opt)} ({opt.flag})" if form is other else _label(opt), self.extras[opt.name])
+        right: list[QWidget] = [extra_box] if other.rowCount() else []
         out_box = QGroupBox("Output")
         form4 = QFormLayout(out_box)
         row = QHBoxLayout()
@@ -225,7 +227,7 @@ class CaptureDialog(QDialog):
         """The capture options the form says, as `simcore.capture` takes them (unset ones left out)."""
         kind = self.workload_kind()
         o: dict[str, Any] = {"hardware": self._current(self.hardware), "workload": self._current(self.workload),
-                             "dtype": self.dtype.currentText(), "detail": self.detail.currentText(),
+                             "dtype": self.dtype.currentData(), "detail": self.detail.currentText(),
                              "seed": self.seed.value()}
         if kind == "model":
             o["phase"] = self.phase.currentText()
@@ -320,13 +322,25 @@ class CaptureDialog(QDialog):
                 from simcore.hardware import MATMUL_DTYPES
 
                 dtypes = list(MATMUL_DTYPES)
-        keep = self.dtype.currentText() or self.facts["defaults"]["dtype"]
+        self._dtypes = list(dtypes or [])
+        self._fill_dtypes()
+        self._changed()
+
+    def _fill_dtypes(self) -> None:
+        """The hardware's dtypes; for an op-graph file first its own (--dtype not given)."""
+        items = ([(FROM_FILE, None)] if self.workload_kind() == "file" else []) + [(d, d) for d in self._dtypes]
+        if [(self.dtype.itemText(i), self.dtype.itemData(i)) for i in range(self.dtype.count())] == items:
+            return
+        had_file_entry = self.dtype.findText(FROM_FILE) >= 0
+        keep = self.dtype.currentText() or self.opts["dtype"].default
+        if items and items[0][1] is None and not had_file_entry:
+            keep = FROM_FILE   # a file just picked: its own dtype, until the user picks one
         self.dtype.blockSignals(True)
         self.dtype.clear()
-        self.dtype.addItems(list(dtypes or []))
-        self.dtype.setCurrentText(keep if keep in (dtypes or []) else self.facts["defaults"]["dtype"])
+        for text, data in items:
+            self.dtype.addItem(text, data)
+        self.dtype.setCurrentText(keep if keep in [t for t, _ in items] else self.opts["dtype"].default)
         self.dtype.blockSignals(False)
-        self._changed()
 
     def _workload_changed(self, *_: Any) -> None:
         if self.workload.currentData() != PICK_FILE:
@@ -334,7 +348,8 @@ class CaptureDialog(QDialog):
         bench = next((b for b in self.facts["microbenchmarks"] if b["name"] == self._current(self.workload)), None)
         if bench is not None:
             self.shape.setPlaceholderText(f"{format_value(bench['default'])}  ({bench['shape']})")
-            self.shape.setToolTip(bench["help"])
+            self.shape.setToolTip(f"{tooltip(self.opts['shape'])}\n{bench['name']}: {bench['help']}")
+        self._fill_dtypes()
         self._changed()
 
     def _update_enabled(self) -> None:
@@ -346,8 +361,6 @@ class CaptureDialog(QDialog):
         self.shape.setEnabled(kind == "micro")
         self.layers.setEnabled(kind != "micro")
         self.cores.setEnabled(self.detail.currentText() == "instruction")
-        n = next((h["cores_per_chip"] for h in self.facts["hardware"] if h["name"] == self._current(self.hardware)), None)
-        self.compute_cores.setPlaceholderText("1" if kind == "micro" else f"all{f' {n}' if n else ''}")
 
     def _changed(self, *_: Any) -> None:
         if self._filling:

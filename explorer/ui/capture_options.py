@@ -7,39 +7,21 @@ API run, so the dialog shows the same one-sentence errors as `trnx capture`.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from pathlib import Path
 from typing import Any
 
 from simcore.capture import CaptureConfig
+from simcore.capture.options import Option, declared
 from simcore.errors import ConfigError
 
-# The fields the dialog lays out by hand; every other CaptureConfig field gets a generic
-# editor, so options added to the simulator later show up without a dialog change.
-KNOWN_FIELDS = ("hardware", "workload", "phase", "batch", "seq", "context", "shape", "dtype", "layers",
-                "detail", "cores", "compute_cores", "seed", "overwrite")
 INT_RE = re.compile(r"[+-]?\d+")
 FLOAT_RE = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 
 
-def extra_fields() -> list[dataclasses.Field]:
-    """CaptureConfig fields without a hand-built editor (e.g. multi-chip options)."""
-    return [f for f in dataclasses.fields(CaptureConfig) if f.name not in KNOWN_FIELDS]
-
-
-def field_kind(f: dataclasses.Field) -> str:
-    """'bool', 'tristate' (bool | None: on, off or the simulator's default), 'int', 'float'
-    or 'text': which editor a field gets (from its annotation)."""
-    text = str(f.type).replace(" ", "")
-    parts = set(text.split("|")) - {"None"}
-    if parts == {"bool"}:
-        return "tristate" if "None" in text.split("|") else "bool"
-    if parts == {"int"}:
-        return "int"
-    if parts <= {"float", "int"} and parts:
-        return "float"
-    return "text"
+def capture_options() -> list[Option]:
+    """The capture options the dialog edits: every CaptureConfig field, as simcore declares it."""
+    return declared(CaptureConfig)
 
 
 def parse_value(text: str, kind: str = "int") -> Any:
@@ -55,11 +37,6 @@ def parse_value(text: str, kind: str = "int") -> Any:
     return text
 
 
-def flag(name: str) -> str:
-    """The `trnx capture` flag of a CaptureConfig field."""
-    return "--" + name.replace("_", "-")
-
-
 def format_value(value: Any) -> str:
     """An option value as form text (lists as '0,1,2')."""
     if value is None:
@@ -67,6 +44,11 @@ def format_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def tooltip(opt: Option) -> str:
+    """`--flag: help`, what every editor of an option shows on hover."""
+    return opt.flag + (f": {opt.help}" if opt.help else "")
 
 
 def check_output(out: Path, overwrite: bool) -> None:
@@ -80,7 +62,9 @@ def check_output(out: Path, overwrite: bool) -> None:
 
 
 def options_from_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    """The capture options that produced a trace, read back from its meta.json.
+    """The capture options that produced a trace, read back from its meta.json: the options
+    given (`capture.options`), with the hardware and workload files located and a model's
+    resolved shape (phase, batch, context, seq) filled in so the form shows what ran.
 
     Raises ConfigError when the trace was not captured by simcore (e.g. an imported
     profile), since there is nothing to re-run.
@@ -91,62 +75,37 @@ def options_from_meta(meta: dict[str, Any]) -> dict[str, Any]:
     hw = meta.get("hardware") or {}
     if not isinstance(cap, dict) or not sim.get("is_simulation") or not wl.get("name"):
         raise ConfigError("this trace was not captured by the simulator, so it has no capture options to re-run.")
+    given = cap.get("options")
+    out: dict[str, Any] = dict(given) if isinstance(given, dict) else _older_trace_options(cap, wl)
     source = hw.get("source_file")
-    hardware = source if source and Path(source).is_file() else hw.get("name", "trn3")
-    workload = wl.get("source_file") or wl.get("name")
-    out: dict[str, Any] = {"hardware": hardware, "workload": workload, "dtype": wl.get("dtype", "bf16"),
-                           "seed": cap.get("seed", sim.get("seed", 0))}
+    out["hardware"] = source if source and Path(source).is_file() else hw.get("name", out.get("hardware"))
+    out["workload"] = wl.get("source_file") or wl.get("name")
+    if wl.get("kind") == "model":
+        out.update(phase=wl.get("phase"), batch=wl.get("batch"), context=wl.get("context"))
+        if wl.get("phase") != "decode":
+            out["seq"] = wl.get("seq")
+    known = {o.name for o in capture_options()}
+    return {k: v for k, v in out.items() if v is not None and k in known and k != "overwrite"}
+
+
+def _older_trace_options(cap: dict[str, Any], wl: dict[str, Any]) -> dict[str, Any]:
+    """A trace captured before meta.json kept the options given: the options its meta names.
+    Values the simulator may have derived (chips, compute cores, microbatches, sequence
+    parallelism) cannot be told from given ones there, so they are left to the simulator."""
+    out: dict[str, Any] = {"dtype": wl.get("dtype"), "seed": cap.get("seed"), "detail": cap.get("detail")}
     if wl.get("kind") == "microbenchmark":
         out["shape"] = format_value(wl.get("shape"))
-    elif wl.get("source_file"):
-        if cap.get("layers") is not None:
-            out["layers"] = cap["layers"]
-    else:
-        phase = wl.get("phase", "decode")
-        out["phase"] = phase
-        out["batch"] = wl.get("batch")
-        out["context"] = wl.get("context")
-        if phase != "decode":
-            out["seq"] = wl.get("seq")
-        if wl.get("layers") is not None and wl.get("layers") != wl.get("total_layers"):
-            out["layers"] = wl["layers"]
-    out["detail"] = cap.get("detail", "kernel")
+    elif wl.get("layers") is not None and wl.get("layers") != wl.get("total_layers"):
+        out["layers"] = wl["layers"]
     if out["detail"] == "instruction":
         out["cores"] = format_value(cap.get("cores") or [0])
-    if cap.get("compute_cores") is not None:
-        out["compute_cores"] = cap["compute_cores"]
-    # options the simulator grew later (multi-chip: chips, tp, ep, ...): wherever meta keeps them
-    places = [cap, cap.get("parallelism") or {}, wl]
-    for f in extra_fields():
-        for place in places:
-            if isinstance(place, dict) and place.get(f.name) is not None:
-                out[f.name] = place[f.name]
-                break
-    _drop_derived(out, hw)
-    return {k: v for k, v in out.items() if v is not None}
-
-
-def _drop_derived(out: dict[str, Any], hw: dict[str, Any]) -> None:
-    """Leave out values the simulator derived rather than the user chose (tp=1, chips = tp x dp
-    x pp, ...), so changing one option in the re-run does not collide with a stale derived one."""
-    from simcore.capture import choices
-
-    defaults = choices().get("defaults", {})
-    for key, value in defaults.items():
-        if key in {f.name for f in extra_fields()} and out.get(key) == value:
-            out.pop(key)
-    tp, dp, pp = (int(out.get(k) or 1) for k in ("tp", "dp", "pp"))
-    if out.get("chips") == tp * dp * pp:
-        out.pop("chips")
-    if out.get("dp") == 1:
-        out.pop("dp")
-    if out.get("microbatches") in (1, pp):
-        out.pop("microbatches")
-    if "sequence_parallel" in out and out["sequence_parallel"] == (out.get("phase") in ("prefill", "train") and tp > 1):
-        out.pop("sequence_parallel")
-    default_cc = 1 if out.get("shape") is not None else hw.get("cores_per_chip")
-    if out.get("compute_cores") == default_cc:
-        out.pop("compute_cores")
+    maybe_derived = {"chips", "compute_cores", "layers", "microbatches", "sequence_parallel"}
+    for opt in capture_options():
+        for place in (cap, cap.get("parallelism") or {}):
+            value = place.get(opt.name)
+            if opt.name not in out and opt.name not in maybe_derived and value not in (None, opt.default):
+                out[opt.name] = value
+    return out
 
 
 def suggest_name(options: dict[str, Any]) -> str:

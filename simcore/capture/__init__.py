@@ -16,8 +16,8 @@ import types
 from pathlib import Path
 from typing import Any
 
-from simcore.capture.config import CaptureConfig, Resolved, choices, resolve
-from simcore.capture.engine import CaptureCancelled, Progress, capture_to, simulate
+from simcore.capture.cancel import CaptureCancelled, Progress
+from simcore.capture.options import CaptureConfig
 from simcore.errors import ConfigError
 
 
@@ -26,15 +26,16 @@ def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str 
             runner: Any = None, **options: Any) -> Path:
     """Run a capture and write `out_path` (a NAME.trnx directory); returns its path.
 
-    `config` is a CaptureConfig or a dict of options; keyword options override it
-    (hardware, workload, phase, batch, seq, context, shape, dtype, layers, detail, cores,
-    compute_cores, seed, overwrite; multi-chip: chips, tp, ep, dp, pp, sequence_parallel,
-    microbatches, jitter, straggler, expert_skew, detail_chips, cc_algorithm, workers).
+    `config` is a CaptureConfig or a dict of options; keyword options override it (the
+    fields of CaptureConfig, declared in simcore/capture/options.py; docs/simulator.md lists them).
     `progress(fraction, message)` is called as ops finish; `cancel` is anything with
     `is_set()` (e.g. threading.Event). `runner` runs a multi-chip capture's chip simulations
     elsewhere (an object with `map(fn, tasks, done)`, e.g. over Ray or Dask; see
-    simcore.capture.runner); by default they run here or on local worker processes.
+    simcore.capture.multichip.runner); by default they run here or on local worker processes.
     """
+    from simcore.capture.config import resolve
+    from simcore.capture.engine import capture_to
+
     if out_path is None:
         raise ConfigError("capture needs an output path (-o NAME.trnx).")
     cfg = CaptureConfig.from_kwargs(config, **options)
@@ -47,6 +48,24 @@ def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str 
     return capture_to(res, out, progress, cancel, compression, runner)
 
 
+def __getattr__(name: str) -> Any:
+    """The simulator itself loads on first use, so reading the option declarations (`trnx capture
+    --help`, the capture dialog) does not import the scheduler or the trace writer."""
+    if name == "choices":
+        from simcore.capture.catalog import choices
+
+        return choices
+    if name in ("resolve", "Resolved"):
+        from simcore.capture import config
+
+        return getattr(config, name)
+    if name in ("simulate", "capture_to"):
+        from simcore.capture import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class _CallableModule(types.ModuleType):
     """Lets `simcore.capture(...)` call `capture` although `simcore.capture` is this package."""
 
@@ -56,4 +75,4 @@ class _CallableModule(types.ModuleType):
 
 sys.modules[__name__].__class__ = _CallableModule
 
-__all__ = ["CaptureCancelled", "CaptureConfig", "Resolved", "capture", "choices", "resolve", "simulate"]
+__all__ = ["CaptureCancelled", "CaptureConfig", "Progress", "Resolved", "capture", "choices", "resolve", "simulate"]

@@ -10,29 +10,24 @@ flows for the cores picked for instruction detail.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import simcore
+from simcore.capture.cancel import Progress, check_cancel
+from simcore.capture.collective import CollectiveTables, collective_meta
 from simcore.capture.config import Resolved
+from simcore.capture.multichip.capture import capture_multichip
 from simcore.capture.tables import TraceTables
-from simcore.errors import UserError
 from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
 from simcore.timing.window import schedule_window
 from simcore.trace import TraceWriter
 
-Progress = Callable[[float, str], Any]
 
-
-class CaptureCancelled(UserError):
-    """The caller cancelled the capture; nothing was written."""
-
-
-def simulate(res: Resolved, writer: TraceWriter | None = None, progress: Progress | None = None, cancel: Any = None) -> TraceTables:
-    """Simulate `res` into trace tables (written through `writer` when given)."""
+def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None) -> TraceTables:
+    """Simulate a single-chip capture into trace tables."""
     hw, wl = res.hw, res.workload
     n_cores = hw.cores_per_chip
     cc = res.compute_cores
@@ -42,8 +37,7 @@ def simulate(res: Resolved, writer: TraceWriter | None = None, progress: Progres
     last = np.full(n_cores, -1e300)
     n_ops = len(wl.ops)
     for i, op in enumerate(wl.ops):
-        if cancel is not None and cancel.is_set():
-            raise CaptureCancelled("capture cancelled; nothing was written.")
+        check_cancel(cancel)
         specs = shard(op, cc) + [None] * (n_cores - cc)
         groups: dict[KernelSpec, list[int]] = {}
         for core, spec in enumerate(specs):
@@ -74,7 +68,7 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
                cancel: Any = None, compression: str | None = None, runner: Any = None) -> Path:
     """Simulate and write the trace atomically (cancel or failure leaves nothing at `out_path`).
 
-    `runner` (multi-chip captures) runs the chip simulations: see simcore.capture.runner."""
+    `runner` (multi-chip captures) runs the chip simulations: see simcore.capture.multichip.runner."""
     meta = {
         "hardware": dict(res.hw.meta, chips=res.chips),
         "workload": res.workload.meta(),
@@ -84,28 +78,20 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
     }
     collective = res.workload.ops and res.workload.ops[0].kind == "collective"
     if collective:
-        from simcore.capture.collective import collective_meta
-
         collective_meta(res, meta)
     writer = TraceWriter(out_path, meta, compression=compression, overwrite=res.config.overwrite)
     try:
         if res.multichip is not None:
-            from simcore.capture.multichip import capture_multichip
-
             capture_multichip(res, writer, progress, cancel, runner)
-            if cancel is not None and cancel.is_set():
-                raise CaptureCancelled("capture cancelled; nothing was written.")
+            check_cancel(cancel)
             return writer.close()
         if collective:
-            from simcore.capture.collective import CollectiveTables
-
             tables = CollectiveTables(res)
             if progress is not None:
                 progress(1.0, res.workload.ops[0].name)
         else:
-            tables = simulate(res, writer, progress, cancel)
-        if cancel is not None and cancel.is_set():
-            raise CaptureCancelled("capture cancelled; nothing was written.")
+            tables = simulate(res, progress, cancel)
+        check_cancel(cancel)
         tables.write(writer)
         path = writer.close()
     except BaseException:
@@ -114,4 +100,4 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
     return path
 
 
-__all__ = ["CaptureCancelled", "capture_to", "simulate"]
+__all__ = ["capture_to", "simulate"]

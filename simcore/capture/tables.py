@@ -14,7 +14,8 @@ import numpy as np
 from simcore.capture.program_rows import cross_engine_flows, rows_by_track
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
-from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, Program, Vocab, dma_track_name
+from simcore.lowering.engines import ENGINE_TRACKS, dma_track_name
+from simcore.lowering.program import DTYPES, MEMORIES, OPCODES, Program, Vocab
 from simcore.timing.window import Timed
 from simcore.trace import TraceWriter
 from simcore.trace import schema as S

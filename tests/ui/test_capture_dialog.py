@@ -189,11 +189,30 @@ def test_the_form_offers_every_choice_and_only_the_fields_that_apply(qtbot, tmp_
     assert "8192,8192,8192" in dialog.shape.placeholderText()
     assert dialog.options() == {"hardware": "trn3", "workload": "gemm", "dtype": "bf16", "detail": "kernel", "seed": 0}
     assert dialog.output_path().name == "gemm-bf16.trnx"  # named after the workload until the user types one
-    # every CaptureConfig field the dialog has no hand-made editor for still gets one
-    from explorer.ui.capture_options import KNOWN_FIELDS
-
+    # every CaptureConfig field has an editor: a hand-made one or a generic one
     for f in dataclasses.fields(sc.CaptureConfig):
-        assert f.name in KNOWN_FIELDS or f.name in dialog.extras
+        assert dialog.widgets[f.name].isWidgetType()
+
+
+def test_an_op_graph_keeps_its_own_dtype_unless_the_user_picks_one(qtbot, tmp_path):
+    """The dtype list of an op-graph file starts with the file's own (no --dtype); a dtype the
+    user picks is passed explicitly and wins, bf16 included (it is also the default)."""
+    from explorer.ui.capture_dialog import FROM_FILE, CaptureDialog
+
+    graph = tmp_path / "fp8.json"
+    graph.write_text(json.dumps({"name": "fp8", "dtype": "fp8",
+                                 "ops": [{"name": "mm", "kind": "matmul", "m": 256, "k": 256, "n": 256}]}))
+    dialog = CaptureDialog(directory=tmp_path, initial={"workload": str(graph), "compute_cores": 1})
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.dtype.currentText() == FROM_FILE and "dtype" not in dialog.options()
+    assert dialog.validate(), dialog.error_label.text()
+    dialog.dtype.setFocus()
+    QTest.keyClick(dialog.dtype, Qt.Key_Down)  # the next entry: bf16
+    assert dialog.dtype.currentText() == "bf16" and dialog.options()["dtype"] == "bf16"
+    choose(dialog.workload, "gemm")
+    assert FROM_FILE not in [dialog.dtype.itemText(i) for i in range(dialog.dtype.count())]
+    assert dialog.options()["dtype"] == "bf16"
 
 
 def test_options_the_simulator_grows_later_get_generic_editors(qtbot, tmp_path, monkeypatch):
@@ -237,7 +256,7 @@ def test_multichip_options_from_choices(qtbot, empty_window, tmp_path):
     dialog = open_capture_dialog(qtbot, w)
     dialog.show_error_dialogs = False
     for name, help_text in facts["options"].items():
-        assert dialog.extras[name].toolTip() == f"--{name.replace('_', '-')}: {help_text}"
+        assert dialog.widgets[name].toolTip() == f"--{name.replace('_', '-')}: {help_text}"
     algos = dialog.extras["cc_algorithm"]
     assert [algos.itemText(i) for i in range(algos.count())] == facts["cc_algorithms"]
     choose(dialog.hardware, "trn3-ultraserver-gen1")
@@ -291,6 +310,8 @@ def test_rerun_with_changes_prefills_from_the_meta(qtbot, empty_window, tmp_path
     a["workload"].pop("batch"), b["workload"].pop("batch")
     for m in (a, b):
         m["capture"].pop("memory_bytes")
+    # the options given: the first capture's, the change, and the context the form showed
+    assert b["capture"].pop("options") == dict(a["capture"].pop("options"), batch=3, context=0)
     assert a["workload"] == b["workload"] and a["capture"] == b["capture"] and a["hardware"] == b["hardware"]
 
 

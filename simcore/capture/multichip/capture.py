@@ -8,55 +8,20 @@ compose the timeline across chips, and write the tables partitioned by chip.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from simcore.capture.chipsim import (ChipSim, export_windows, forget_ops, seed_windows, simulate_program,
-                                     simulate_task)
-from simcore.capture.compose import compose
-from simcore.capture.mctables import MultiChipTables
-from simcore.capture.runner import ProcessRunner, Runner, default_runner
-from simcore.parallel import CommRef, Compute, Parallelism, Planner, StepPlan, Straggler, compute_factors
-from simcore.topology import Topology
+from simcore.capture.cancel import Progress, check_cancel
+from simcore.capture.config import Resolved
+from simcore.capture.multichip.chipsim import (ChipSim, export_windows, forget_ops, seed_windows, simulate_program,
+                                               simulate_task)
+from simcore.capture.multichip.compose import compose
+from simcore.capture.multichip.runner import ProcessRunner, Runner, default_runner
+from simcore.capture.multichip.spec import MultiChip
+from simcore.capture.multichip.tables import MultiChipTables
+from simcore.parallel import CommRef, Compute, StepPlan, compute_factors
 from simcore.trace import TraceWriter
-from simcore.workloads.models import ModelConfig
-
-
-@dataclass
-class MultiChip:
-    """The multi-chip part of a resolved capture."""
-
-    cfg: ModelConfig
-    phase: str
-    batch: int
-    seq: int
-    context: int
-    layers: int
-    par: Parallelism
-    topo: Topology
-    jitter: float = 0.0
-    stragglers: list[Straggler] = field(default_factory=list)
-    expert_skew: float = 0.0
-    detail_chips: list[int] = field(default_factory=list)
-    algorithm: str = "auto"
-    workers: int | None = None
-
-    def meta(self) -> dict[str, Any]:
-        """meta.json `capture` keys; option names match CaptureConfig so a trace can be re-run."""
-        out: dict[str, Any] = {"parallelism": self.par.to_dict(), "chips": self.par.chips,
-                               "sequence_parallel": self.par.sp, "microbatches": self.par.microbatches,
-                               "topology": self.topo.describe(), "jitter": self.jitter,
-                               "straggler": ";".join(s.to_text() for s in self.stragglers) or None,
-                               "stragglers": [s.to_dict() for s in self.stragglers],
-                               "expert_skew": self.expert_skew if self.cfg.moe is not None else None,
-                               "detail_chips": self.detail_chips or None, "cc_algorithm": self.algorithm}
-        return {k: v for k, v in out.items() if v is not None}
-
-    def planner(self, dtype: str, seed: int) -> Planner:
-        return Planner(self.cfg, self.phase, self.batch, self.seq, self.context, self.layers, dtype, self.par,
-                       self.topo, algorithm=self.algorithm, expert_skew=self.expert_skew, seed=seed)
 
 
 def _freeze(v: Any) -> Any:
@@ -102,9 +67,9 @@ def sim_items(prog: list) -> list[tuple[str, Any]]:
     return [("op", it.op) if isinstance(it, Compute) else ("gap", it.gap) for it in prog]
 
 
-def capture_multichip(res, writer: TraceWriter, progress=None, cancel=None, runner: Runner | None = None) -> None:
-    from simcore.capture.engine import CaptureCancelled
-
+def capture_multichip(res: Resolved, writer: TraceWriter, progress: Progress | None = None, cancel: Any = None,
+                      runner: Runner | None = None) -> None:
+    """Simulate, compose and write the multi-chip step of `res` (see the module docstring)."""
     mc: MultiChip = res.multichip
     hw = res.hw
     seed = int(res.config.seed)
@@ -112,8 +77,7 @@ def capture_multichip(res, writer: TraceWriter, progress=None, cancel=None, runn
     def report(fraction: float, message: str) -> None:
         if progress is not None:
             progress(min(1.0, fraction), message)
-        if cancel is not None and cancel.is_set():
-            raise CaptureCancelled("capture cancelled; nothing was written.")
+        check_cancel(cancel)
 
     report(0.0, f"sharding over {mc.par.chips} chips")
     plan = mc.planner(res.workload.dtype, seed).build()

@@ -1,7 +1,7 @@
 """Simulate one chip's program -- its compute ops, with its collectives as gaps -- in its own time.
 
 Chips that run the same program (every rank of a tensor-parallel group, every replica
-of a data-parallel one) form a *class* and are simulated once; `simcore.capture.compose`
+of a data-parallel one) form a *class* and are simulated once; `simcore.capture.multichip.compose`
 then places each chip's stretches of compute on the shared timeline. A program is the
 single-chip engine's loop (ops one after another, each op's kernels on all cores at
 once sharing HBM), with two additions:
@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from simcore.capture.cancel import check_cancel
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
 from simcore.lowering.program import DTYPES, Program
@@ -148,8 +149,6 @@ def _coarsen(s: HbmServed, t0: float) -> tuple[np.ndarray, ...]:
 def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: int, detail_cores: list[int],
                      progress=None, cancel=None) -> ChipSim:
     """Simulate a program of ("op", Op) and ("gap", ns) items; see the module docstring."""
-    from simcore.capture.engine import CaptureCancelled
-
     n_cores = hw.cores_per_chip
     thr = throttle_of(hw)
     with _LOCK:
@@ -177,8 +176,7 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
             seg += 1
             seg_start.append(t)
             continue
-        if cancel is not None and cancel.is_set():
-            raise CaptureCancelled("capture cancelled; nothing was written.")
+        check_cancel(cancel)
         op: Op = value
         order, spec_id = _sharded(op, compute_cores, n_cores)
         op_seg.append(seg)

@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from simcore.capture.config import parse_index_list
+from simcore.capture.checks import model_params, model_shape, parse_index_list, positive
+from simcore.capture.multichip.spec import MultiChip
+from simcore.capture.options import CaptureConfig, flag_of, parallel_options
 from simcore.collectives import ALGORITHMS
 from simcore.errors import ConfigError
 from simcore.hardware import Hardware
@@ -20,46 +22,37 @@ from simcore.topology import topology_of
 from simcore.topology.topology import MAX_FLAT_CHIPS
 from simcore.workloads import MICROBENCHMARKS, MODELS, Workload
 
-PARALLEL = ("tp", "ep", "dp", "pp")
-MODEL_ONLY = ("tp", "ep", "dp", "pp", "sequence_parallel", "microbatches", "jitter", "straggler", "expert_skew",
-              "detail_chips")
+DEGREES = ("chips", "tp", "ep", "dp", "pp")   # counts of chips: 1 is the same as not given
 MAX_SKEW = 10.0
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _degree(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ConfigError(f"{_flag(name)} must be a positive integer (got {value!r}).")
-    return int(value)
-
-
-def is_multichip(c) -> bool:
-    """Does the capture span chips (or ask for multi-chip options)?"""
-    if c.chips is not None and not isinstance(c.chips, bool) and isinstance(c.chips, (int, np.integer)) and c.chips > 1:
+def _asks_for_chips(name: str, value: Any) -> bool:
+    """Does an option's value ask for more than one chip (a degree of 1 does not)?"""
+    if value is None:
+        return False
+    if name not in DEGREES:
         return True
-    for name in PARALLEL:
-        v = getattr(c, name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v != 1):
-            return True
-    return any(getattr(c, n) is not None for n in ("sequence_parallel", "microbatches", "jitter", "straggler",
-                                                   "expert_skew", "detail_chips"))
+    return isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value != 1
 
 
-def check_single_chip_options(c, name: str) -> None:
+def is_multichip(c: CaptureConfig) -> bool:
+    """Does the capture span chips (or ask for multi-chip options)?"""
+    if isinstance(c.chips, (int, np.integer)) and not isinstance(c.chips, bool) and c.chips > 1:
+        return True
+    return any(_asks_for_chips(n, getattr(c, n)) for n in parallel_options() if n != "chips")
+
+
+def check_single_chip_options(c: CaptureConfig, name: str) -> None:
     """Micro-benchmarks and op graphs run on one chip (collectives take their ranks from --shape)."""
     if name in MODELS:
         if c.chips is not None:
-            _degree("chips", c.chips)
+            positive("chips", c.chips)
         return
-    for opt in MODEL_ONLY + ("chips",):
-        v = getattr(c, opt)
-        if v is not None and not (opt in PARALLEL + ("chips",) and v == 1):
+    for opt in parallel_options():
+        if _asks_for_chips(opt, getattr(c, opt)):
             extra = " (collective micro-benchmarks take their ranks from --shape BYTES,RANKS)" \
                 if name in MICROBENCHMARKS and MICROBENCHMARKS[name]["shape"].startswith("BYTES") else ""
-            raise ConfigError(f"{_flag(opt)} applies to model workloads, not {name}{extra}.")
+            raise ConfigError(f"{flag_of(opt)} applies to model workloads, not {name}{extra}.")
     if c.cc_algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown --cc-algorithm '{c.cc_algorithm}'; choose one of {', '.join(ALGORITHMS)}.")
 
@@ -72,30 +65,28 @@ def _largest_divisor(n: int, at_most: int) -> int:
     return max(d for d in range(1, max(1, min(n, at_most)) + 1) if n % d == 0)
 
 
-def resolve_multichip(c, hw: Hardware, cc: int, detail: str, detail_cores: list[int]):
+def resolve_multichip(c: CaptureConfig, hw: Hardware, cc: int, detail: str, detail_cores: list[int], dtype: str
+                      ) -> tuple[Workload, dict[str, int], MultiChip, str, list[int]]:
     """(Workload, per-chip memory, MultiChip, detail, detail cores) of a multi-chip model capture."""
-    from simcore.capture.config import model_params, model_shape
-    from simcore.capture.multichip import MultiChip
-
     cfg = MODELS[c.workload]
     phase, batch, seq, context, layers = model_shape(c)
-    tp = 1 if c.tp is None else _degree("tp", c.tp)
-    pp = 1 if c.pp is None else _degree("pp", c.pp)
-    ep = 1 if c.ep is None else _degree("ep", c.ep)
+    tp = 1 if c.tp is None else positive("tp", c.tp)
+    pp = 1 if c.pp is None else positive("pp", c.pp)
+    ep = 1 if c.ep is None else positive("ep", c.ep)
     max_chips = hw.chips if "topology" in hw.data else MAX_FLAT_CHIPS
     if c.chips is not None:
-        chips = _degree("chips", c.chips)
+        chips = positive("chips", c.chips)
         if c.dp is None:
             if chips % (tp * pp):
                 raise ConfigError(f"--chips {chips} does not divide into --tp {tp} x --pp {pp}; "
                                   f"use a multiple of {tp * pp} chips.")
             dp = chips // (tp * pp)
         else:
-            dp = _degree("dp", c.dp)
+            dp = positive("dp", c.dp)
             if tp * dp * pp != chips:
                 raise ConfigError(f"--tp {tp} x --dp {dp} x --pp {pp} = {tp * dp * pp} chips, but --chips is {chips}.")
     else:
-        dp = 1 if c.dp is None else _degree("dp", c.dp)
+        dp = 1 if c.dp is None else positive("dp", c.dp)
         chips = tp * dp * pp
     where = f"the {max_chips} chips of {hw.name}" if "topology" in hw.data else \
         f"the simulator's limit of {max_chips} chips for a preset without a topology"
@@ -136,7 +127,7 @@ def resolve_multichip(c, hw: Hardware, cc: int, detail: str, detail_cores: list[
     if c.microbatches is None:
         mb = _largest_divisor(local, pp)
     else:
-        mb = _degree("microbatches", c.microbatches)
+        mb = positive("microbatches", c.microbatches)
         if local % mb:
             raise ConfigError(f"--microbatches {mb} does not divide the {local} sequences of each data-parallel replica "
                               f"(--batch {batch} / --dp {dp}).")
@@ -170,7 +161,7 @@ def resolve_multichip(c, hw: Hardware, cc: int, detail: str, detail_cores: list[
             raise ConfigError(f"--expert-skew must be between 0 (uniform) and {MAX_SKEW:g} (got {c.expert_skew!r}).")
         if cfg.moe is None and skew > 0:
             raise ConfigError(f"--expert-skew shapes mixture-of-experts routing; {cfg.name} is dense.")
-    workers = None if c.workers is None else _degree("workers", c.workers)
+    workers = None if c.workers is None else positive("workers", c.workers)
     detail_chips: list[int] = []
     if c.detail_chips is not None:
         if c.detail == "kernel":
@@ -180,8 +171,8 @@ def resolve_multichip(c, hw: Hardware, cc: int, detail: str, detail_cores: list[
         detail_cores = detail_cores or [0]
     elif detail == "instruction":
         detail_chips = [0]
-    mem = check_chip_fits(cfg, phase, batch, seq, context, c.dtype, par, hw.hbm_capacity, hw.name)
-    wl = Workload(cfg.name, cfg.display, "model", c.dtype, [], model_params(cfg, phase, batch, seq, context, layers),
+    mem = check_chip_fits(cfg, phase, batch, seq, context, dtype, par, hw.hbm_capacity, hw.name)
+    wl = Workload(cfg.name, cfg.display, "model", dtype, [], model_params(cfg, phase, batch, seq, context, layers),
                   phase, {L: f"layer {L}" for L in range(layers)})
     mc = MultiChip(cfg, phase, batch, seq, context, layers, par, topo, jitter, stragglers, skew, detail_chips,
                    c.cc_algorithm, workers)

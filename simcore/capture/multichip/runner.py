@@ -26,6 +26,8 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from typing import Any, Protocol
 
+from simcore.capture.cancel import check_cancel
+
 AUTO_MIN_OPS = 6000   # below this much simulation, starting worker processes costs more than it saves
 
 
@@ -73,12 +75,10 @@ class ProcessRunner:
         self.initializer, self.initargs = initializer, initargs  # run once in each worker (e.g. seed its caches)
 
     def map(self, fn, tasks, done=None) -> list:
-        from simcore.capture.engine import CaptureCancelled
-
         # fork is unsafe in a process with threads (numpy's BLAS pool starts some at import, a GUI
         # has its own): workers come from a forkserver that has imported the simulator
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["simcore.capture.chipsim"])
+        ctx.set_forkserver_preload(["simcore.capture.multichip.chipsim"])
         pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)) or 1, mp_context=ctx,
                                    initializer=self.initializer, initargs=self.initargs)
         try:
@@ -93,8 +93,7 @@ class ProcessRunner:
                     results[i] = f.result()
                     if done is not None:
                         done(i)
-                if self.cancel is not None and self.cancel.is_set():
-                    raise CaptureCancelled("capture cancelled; nothing was written.")
+                check_cancel(self.cancel)
             return results
         finally:
             pool.shutdown(wait=False, cancel_futures=True)

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.capture.chipsim import ChipSim
-from simcore.capture.compose import Timeline
+from simcore.capture.multichip.chipsim import ChipSim
+from simcore.capture.multichip.compose import Timeline
 from simcore.capture.program_rows import cross_engine_flows, rows_by_track
 from simcore.capture.tables import bin_edges, spread_bytes
 from simcore.collectives import bus_factor
 from simcore.hardware import Hardware
-from simcore.lowering.program import DTYPES, ENGINE_TRACKS, MEMORIES, OPCODES, Vocab, dma_track_name
+from simcore.lowering.engines import ENGINE_TRACKS, dma_track_name
+from simcore.lowering.program import DTYPES, MEMORIES, OPCODES, Vocab
 from simcore.parallel.plan import CommRef, Compute, StepPlan
 from simcore.trace import TraceWriter
 from simcore.trace import schema as S
