@@ -150,8 +150,7 @@ class CaptureConfig:
     compute_cores: int | None = option("Cores the workload is spread over.", kind="int",
                                        default_text="models: all; micro-benchmarks: 1", group=DETAIL)
     # -- multi-chip (docs/simulator.md, "Multi-chip"): any of these makes a model capture multi-chip
-    chips: int | None = option("Chips to use; at most the preset's (UltraServer gen1 64, gen2 144, "
-                               "trn2.48xlarge 16).", kind="int", default_text="tp x dp x pp", group=PARALLEL)
+    chips: int | None = option("Chips to use; at most the preset's chips (trnx presets lists them).", kind="int", default_text="tp x dp x pp", group=PARALLEL)
     tp: int | None = option("Tensor-parallel degree: heads and MLP width split over chips, all-reduce (or "
                             "reduce-scatter/all-gather).", kind="int", default=1, given_only=True, group=PARALLEL)
     ep: int | None = option("Expert-parallel degree (MoE): experts split over chips, all-to-all dispatch and "
