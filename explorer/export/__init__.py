@@ -13,6 +13,7 @@ from typing import Any
 from simcore.trace import Trace
 
 from explorer.export.chrome_json import export_chrome_json
+from explorer.export.neuron_explorer import export_neuron_explorer
 from explorer.export.perfetto import export_perfetto
 from explorer.export.tables import export_csv, export_parquet
 
@@ -23,4 +24,5 @@ FORMATS: dict[str, Exporter] = {
     "csv": export_csv,
     "chrome-json": export_chrome_json,
     "perfetto": export_perfetto,
+    "neuron-explorer": export_neuron_explorer,
 }

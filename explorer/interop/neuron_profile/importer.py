@@ -125,9 +125,14 @@ class _Builder:
         self.notes: list[str] = []
         self.cores_per_chip = 1
         self.end = 0
+        self._track_of: dict[tuple[int, int, str, str], int] = {}
 
     def track(self, chip: int, core: int, kind: str, name: str, unit: str = "") -> int:
-        tid = len(self.tracks["track_id"])
+        """The row (chip, core, kind, name), created on first use."""
+        key = (chip, core, kind, name)
+        if key in self._track_of:
+            return self._track_of[key]
+        tid = self._track_of[key] = len(self.tracks["track_id"])
         for k, v in (("track_id", tid), ("chip", chip), ("core", core), ("kind", kind), ("name", name), ("unit", unit)):
             self.tracks[k].append(v)
         return tid
@@ -138,14 +143,39 @@ class _Builder:
     # -- one rank ----------------------------------------------------------------
     def add(self, rank: int, p: Profile, hardware: dict[str, Any]) -> None:
         ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        rows = self._trnx_tracks(rank, p) if self.exact else None
         self._instructions(rank, p, ids)
         self._dma(rank, p, ids)
         self._flows(p, ids)
         self._collectives(rank, p)
-        self._counters(rank, p, hardware)
+        if rows is not None and p.table("TrnxCounters") is not None:
+            self._trnx_counters(p, rows)
+        else:
+            self._counters(rank, p, hardware)
         if self.exact:
             self._kernels_exact(rank, p)
             self._ops_exact(p)
+
+    def _trnx_tracks(self, rank: int, p: Profile) -> np.ndarray | None:
+        """Our export lists every row of the chip (rows without events too): create them in order."""
+        t = p.table("TrnxTracks")
+        if t is None:
+            return None
+        core = ints(t, "core")
+        if len(core) and (core.min() < -1 or core.max() >= MAX_CORES):
+            raise UserError(f"{p.path}/TrnxTracks.parquet has a core outside -1..{MAX_CORES - 1}.")
+        kind, name, unit = (t.column(c).to_pylist() for c in ("kind", "name", "unit"))
+        return np.array([self.track(rank, int(c), k, n, u) for c, k, n, u in zip(core.tolist(), kind, name, unit)], np.int32)
+
+    def _trnx_counters(self, p: Profile, rows: np.ndarray) -> None:
+        t = p.table("TrnxCounters")
+        idx = ints(t, "track_idx")
+        if len(idx) and (idx.min() < 0 or idx.max() >= len(rows)):
+            raise UserError(f"{p.path}/TrnxCounters.parquet names a track_idx outside TrnxTracks.")
+        time = self._rel(t, "time_ns")
+        if len(time):
+            self.end = max(self.end, int(time.max()))
+        self.parts["counters"].append({"track_id": rows[idx], "time_ns": time, "value": floats(t, "value", 0.0)})
 
     def _instructions(self, rank: int, p: Profile, ids: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         t = p.table("Instruction")

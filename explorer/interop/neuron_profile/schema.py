@@ -346,10 +346,19 @@ SCHEMA_FIELDS = Table("SchemaFields", "The schema of this profile, one row per (
     _f("field_format string - N", "Format (int64, float, ...)."), _f("field_unit string - N", "Unit."),
 ))
 
+TRNX_TRACKS = Table("TrnxTracks", "trnx: every timeline row of the chip (the trace's `tracks`), so rows without events survive.", (
+    _f("core int64 - Y", "Physical core (-1: chip-level)."), _f("kind string - Y", "Row kind."),
+    _f("name string - Y", "Row name."), _f("unit string - Y", "Counter unit ('' for interval rows)."),
+))
+TRNX_COUNTERS = Table("TrnxCounters", "trnx: the trace's counter samples exactly (Neuron's usage tables hold converted copies).", (
+    _f("track_idx int64 - Y", "Row of TrnxTracks."), _f("time_ns int64 nanoseconds Y", "Sample time."),
+    _f("value double - Y", "Value in the row's unit."),
+))
+
 TABLES: dict[str, Table] = {t.name: t for t in (
     INSTRUCTION, DMA_PACKET, DMA_AGGREGATED, FLOW, CC_OP, CC_INSTRUCTION, ACTIVE_TIME, HBM_USAGE, DMA_USAGE,
     SBUF_USAGE, PSUM_USAGE, THROTTLE, FRAMEWORK_INSTRUCTION, HLO_INSTRUCTION, PENGUIN_INSTRUCTION,
-    BIR_INSTRUCTION, OPCODE_SUMMARY, SUMMARY, METADATA, SCHEMA_FIELDS)}
+    BIR_INSTRUCTION, OPCODE_SUMMARY, SUMMARY, METADATA, SCHEMA_FIELDS, TRNX_TRACKS, TRNX_COUNTERS)}
 """The tables this project reads or writes (the SDK documents more: those are ignored on import)."""
 
 
