@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import click
 
+from explorer.cli.scope_options import pop_scope, scope_options
 from explorer.cli.summary import format_value
 from explorer.model.units import format_ns
 
@@ -26,19 +28,21 @@ def _signed_ns(v: float | None) -> str:
     return ("+" if v > 0 else "") + format_ns(v)
 
 
-@click.command(help="Compare trace B against trace A: summary metric, engine, per-op and per-kernel time deltas.")
+@click.command(help="Compare trace B against trace A: summary metric, engine, per-op and per-kernel time deltas. --range/--chips/--cores/--tracks narrow both traces alike: metrics and engines, kernels on the cores in scope, ops overlapping the window.")
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print every delta as JSON.")
+@scope_options
 @click.option("--top", default=TOP, show_default=True, type=click.IntRange(min=1),
               help="Ops and kernels with the largest time changes to show (text) or keep (JSON with --top given).")
-def diff(a: str, b: str, as_json: bool, top: int) -> None:
+def diff(a: str, b: str, as_json: bool, top: int, **selection: Any) -> None:
     from explorer.model.diff import diff as compute
     from simcore.trace import open_trace
 
     from explorer.interop.neuron_profile.as_trace import trace_path
 
-    d = compute(open_trace(trace_path(a)), open_trace(trace_path(b)))
+    scope = pop_scope(selection)
+    d = compute(open_trace(trace_path(a)), open_trace(trace_path(b)), scope=scope)
     ctx = click.get_current_context()
     if as_json:
         keep = top if ctx.get_parameter_source("top") == click.core.ParameterSource.COMMANDLINE else None

@@ -35,9 +35,11 @@ EXAMPLES: dict[str, list[str]] = {
     "presets": ["trnx presets", "trnx presets --json"],
     "summary": ["trnx summary sample_traces/llama3.1-8b-decode.trnx",
                 "trnx summary sample_traces/gemm-4096-bf16.trnx --json --no-recommendations",
-                "trnx summary run.trnx --per-chip --chip 0 --chip 1 --range 0:500000"],
+                "trnx summary run.trnx --per-chip --chips 0,1 --range 0:500us",
+                "trnx summary run.trnx --chips 0 --cores 0,1 --range 1.2ms:1.5ms --json"],
     "diff": ["trnx diff sample_traces/gemm-4096-bf16.trnx sample_traces/gemm-4096-mxfp8.trnx",
-             "trnx diff before.trnx after.trnx --json --top 50"],
+             "trnx diff before.trnx after.trnx --json --top 50",
+             "trnx diff bf16.trnx mxfp8.trnx --range 0:200us --chips 0   # the same window of both"],
     "import": ["trnx import rank0.json rank1.json -o run.trnx",
                "trnx import traces/*.json.gz -o run.trnx --jobs 0 --overwrite --json"],
 }

@@ -9,39 +9,27 @@ them as data.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import click
 
+from explorer.cli.scope_options import pop_scope, scope_options
 from explorer.model.metrics import GROUPS, METRICS, format_metric
+from explorer.model.scope import Scope
 from explorer.model.units import format_bytes, format_ns
-from simcore.errors import UserError
 
 TOP_COLLECTIVES = 5
-
-
-def parse_range(text: str | None) -> tuple[int, int] | None:
-    """'1000:5000' (ns) -> (1000, 5000)."""
-    if not text:
-        return None
-    lo, sep, hi = text.partition(":")
-    try:
-        if not sep:
-            raise ValueError
-        return int(lo), int(hi)
-    except ValueError:
-        raise UserError(f"--range '{text}' is not START:END in integer nanoseconds (e.g. 0:250000).") from None
 
 
 format_value = format_metric  # the same formatting as the GUI's summary panel
 
 
-def build_report(path: str, chips: tuple[int, ...], time_range: str | None, per_chip: bool,
-                 recommendations: bool) -> dict[str, Any]:
+def build_report(path: str, scope: Scope, per_chip: bool, recommendations: bool) -> dict[str, Any]:
     """Everything `trnx summary` prints, as plain data (what `--json` emits)."""
     from explorer.model.collective_stats import collective_table
     from explorer.model.recommendations import recommend
-    from explorer.model.scope import Scope, Tracks
+    from explorer.model.scope import Tracks
     from explorer.model.summary import summarize, summarize_per_chip
     from explorer.model.temporal import temporal_summary
     from simcore.trace import open_trace
@@ -49,8 +37,7 @@ def build_report(path: str, chips: tuple[int, ...], time_range: str | None, per_
     from explorer.interop.neuron_profile.as_trace import trace_path
 
     trace = open_trace(trace_path(path))  # full validation: ~15 ms on 10M rows
-    window = parse_range(time_range)
-    summary = summarize(trace, chips=list(chips) or None, time_range=window)
+    summary = summarize(trace, scope=scope)
     report: dict[str, Any] = {
         "trace": str(trace.path),
         "hardware": trace.hardware.get("name", "unknown"),
@@ -59,18 +46,20 @@ def build_report(path: str, chips: tuple[int, ...], time_range: str | None, per_
     }
     if per_chip:
         report["per_chip"] = {
-            str(c): s.metrics for c, s in summarize_per_chip(trace, window).items() if not chips or c in chips
+            str(c): s.metrics for c, s in summarize_per_chip(trace, scope=scope).items()
+            if scope.chips is None or c in scope.chips
         }
-    scope = Scope.resolve(trace, Tracks.of(trace), list(chips) or None, window, None)
-    coll = collective_table(trace, scope)
+    resolved = scope.resolve(trace, Tracks.of(trace))
+    coll = collective_table(trace, resolved)
     report["collectives"] = coll.to_dict("records")
-    temporal = temporal_summary(trace, scope)  # None with fewer than two ranks and no communication
+    temporal = temporal_summary(trace, resolved)  # None with fewer than two ranks and no communication
     report["temporal"] = None if temporal is None else temporal.to_dict()
     from explorer.model.profile_summary import profile_comparison
 
-    report["profile_summary"] = [c.to_dict() for c in profile_comparison(trace, list(chips) or None)]
+    chips = None if scope.chips is None else list(scope.chips)
+    report["profile_summary"] = [c.to_dict() for c in profile_comparison(trace, chips)]
     if recommendations:
-        whole = not chips and window is None
+        whole = scope == Scope()
         recs = recommend(trace, summary=summary) if whole else recommend(trace)
         report["recommendations"] = [r.to_dict() for r in recs]
     return report
@@ -153,16 +142,19 @@ def print_temporal(t: dict[str, Any]) -> None:
                    f"the others waited {format_ns(x['caused_wait_ns'])} for it")
 
 
-@click.command(help="Summary metrics (Neuron profiler names), collectives, per-rank temporal breakdown and recommendations of a trace.")
+@click.command(help="Summary metrics (Neuron profiler names), collectives, per-rank temporal breakdown and recommendations of a trace. --range/--chips/--cores/--tracks narrow the metrics, collectives and temporal breakdown; the rules always look at the whole trace.")
 @click.argument("trace", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--chip", "chips", type=int, multiple=True, help="Only this chip (repeat for several).")
-@click.option("--range", "time_range", default=None, metavar="START:END", help="Only this window, in trace ns.")
+@scope_options
+@click.option("--chip", "chip", type=int, multiple=True, hidden=True)  # before --chips: repeatable, kept for scripts
 @click.option("--per-chip", is_flag=True, help="Also report every chip's metrics.")
 @click.option("--no-recommendations", is_flag=True, help="Skip the recommendation rules.")
-def summary(trace: str, as_json: bool, chips: tuple[int, ...], time_range: str | None, per_chip: bool,
-            no_recommendations: bool) -> None:
-    report = build_report(trace, chips, time_range, per_chip, not no_recommendations)
+def summary(trace: str, as_json: bool, chip: tuple[int, ...], per_chip: bool, no_recommendations: bool,
+            **selection: Any) -> None:
+    scope = pop_scope(selection)
+    if chip:
+        scope = replace(scope, chips=tuple(sorted(set(chip) | set(scope.chips or ()))))
+    report = build_report(trace, scope, per_chip, not no_recommendations)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=_json_default))
         return

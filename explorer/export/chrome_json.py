@@ -21,7 +21,7 @@ import orjson
 from simcore.atomic import atomic_path
 from simcore.trace import Trace
 from explorer.export import timeline_rows as R
-from explorer.export.selection import Selection, check_selection
+from explorer.export.selection import export_scope
 
 _ARGS = {
     "kernels": ("kernel_id", "flops", "hbm_read_bytes", "hbm_write_bytes"),
@@ -100,8 +100,7 @@ def _slice_lines(b: R.SliceBatch, names: list[str], track_chip: np.ndarray) -> l
 
 def export_chrome_json(trace: Trace, out: Path, options: dict[str, Any]) -> int:
     """Write the selected part of `trace` as Chrome JSON; returns the number of trace events."""
-    sel = Selection.from_options(options)
-    check_selection(trace, sel)
+    sel = export_scope(trace, options)
     tracks = R.track_info(trace, sel)
     track_chip = np.zeros(len(tracks.selected), dtype=np.int64)
     track_chip[tracks.ids] = tracks.chip

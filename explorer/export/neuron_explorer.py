@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from explorer.export.selection import export_scope
 from explorer.interop.neuron_profile import schema as NS
 from explorer.interop.neuron_profile.tables import MEMORY_TOKEN, OPERATION_OF_KIND, TRACK_NAME
 from explorer.model.intervals import sorted_runs
@@ -518,10 +519,14 @@ def export_neuron_explorer(trace: Trace, out: Path, options: dict[str, Any]) -> 
         raise UserError(f"{out} already exists; a Neuron Explorer profile is written into a new directory, choose another name.")
     if not out.parent.is_dir():
         raise UserError(f"cannot write {out}: directory {out.parent} does not exist.")
+    scope = export_scope(trace, options)
+    if (scope.t0, scope.t1, scope.cores, scope.track_ids) != (None, None, None, None):
+        raise UserError("a Neuron Explorer profile holds whole chips: --range, --cores and --tracks do not apply to it "
+                        "(--chips does).")
     ctx = _Context(trace)
     chips = sorted(set(ctx.tracks["chip"][ctx.tracks["chip"] >= 0].tolist()))
-    if options.get("chips"):
-        chips = [c for c in chips if c in set(options["chips"])]
+    if scope.chips is not None:
+        chips = [c for c in chips if c in scope.chips]
     if not chips:
         raise UserError(f"{trace.path} has no chip to export.")
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"

@@ -25,7 +25,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from simcore.atomic import atomic_path
 from simcore.trace import Trace
 from explorer.export import timeline_rows as R
-from explorer.export.selection import Selection, check_selection
+from explorer.export.selection import export_scope
 
 SEQ_ID = 1
 PROCESS_UUID_BASE = 1 << 40  # track uuids are track_id + 1; chips live far above them
@@ -185,8 +185,7 @@ def _flow_slices(fh: IO[bytes], b: R.SliceBatch, rows: np.ndarray, base: int,
 
 def export_perfetto(trace: Trace, out: Path, options: dict[str, Any]) -> int:
     """Write the selected part of `trace` as a Perfetto trace; returns the number of packets."""
-    sel = Selection.from_options(options)
-    check_selection(trace, sel)
+    sel = export_scope(trace, options)
     tracks = R.track_info(trace, sel)
     word = "rank" if trace.meta.get("source") == "kineto" else "chip"
     flows = R.flows(trace, sel, tracks.selected)

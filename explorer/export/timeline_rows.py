@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from simcore.trace import Trace
-from explorer.export.selection import Selection
+from explorer.model.scope import Scope, Tracks
 
 BATCH_ROWS = 1 << 16
 
@@ -59,9 +59,9 @@ class TrackInfo:
         return f"core {core} {self.name[i]}" if core >= 0 else self.name[i]
 
 
-def track_info(trace: Trace, sel: Selection) -> TrackInfo:
+def track_info(trace: Trace, sel: Scope) -> TrackInfo:
     t = trace.tracks
-    mask = sel.track_mask(t)
+    mask = sel.track_mask(Tracks.of(trace))
     ids = _np(t, "track_id")
     keep = mask[ids] if len(mask) else np.zeros(len(ids), dtype=bool)
     order = np.flatnonzero(keep)
@@ -97,7 +97,7 @@ def _batches(table: str, idx: np.ndarray, track, start, dur, name, vocab, ids=No
                          None if ids is None else ids[sl], {k: v[sl] for k, v in (args or {}).items()})
 
 
-def slices(trace: Trace, sel: Selection, track_ok: np.ndarray) -> Iterator[SliceBatch]:
+def slices(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Iterator[SliceBatch]:
     """Every selected interval, table by table, in batches."""
     k = trace.table("kernels", sel.chips)
     if k.num_rows:
@@ -143,7 +143,7 @@ def slices(trace: Trace, sel: Selection, track_ok: np.ndarray) -> Iterator[Slice
         yield from _batches("collectives", sel.rows(track_ok, tr2, s2, s2 + d2), tr2, s2, d2, n2, vocab, None, args)
 
 
-def counters(trace: Trace, sel: Selection, track_ok: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def counters(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(track, time, value) batches of the selected counter samples."""
     c = trace.table("counters", sel.chips)
     if not c.num_rows:
@@ -170,7 +170,7 @@ class Flows:
         return len(self.src_id)
 
 
-def flows(trace: Trace, sel: Selection, track_ok: np.ndarray) -> Flows:
+def flows(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Flows:
     f = trace.flows
     empty = np.zeros(0, dtype=np.int64)
     if not f.num_rows:

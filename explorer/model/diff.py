@@ -20,7 +20,7 @@ import pandas as pd
 
 from explorer.model.hierarchy import Hierarchy
 from explorer.model.metrics import METRICS
-from explorer.model.scope import ENGINES, num, strings
+from explorer.model.scope import ENGINES, Scope, Tracks, num, strings
 from explorer.model.summary import Summary, summarize
 from simcore.trace import Trace
 
@@ -138,10 +138,22 @@ def op_deltas(ka: pd.DataFrame, kb: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["_o", "key"], kind="stable").drop(columns="_o").reset_index(drop=True)
 
 
-def _kernel_groups(h: Hierarchy, keys: pd.DataFrame) -> pd.DataFrame:
+def _kernel_groups(h: Hierarchy, keys: pd.DataFrame, scope: Scope | None = None) -> pd.DataFrame:
     k = h.trace.kernels
     op_key = pd.Series(num(k, "op_id")).map(keys.set_index("op_id")["key"]).fillna("(no op)")
-    g = pd.DataFrame({"op_key": op_key, "name": strings(k, "name"), "dur": num(k, "dur_ns")}).groupby(
+    frame = pd.DataFrame({"op_key": op_key, "name": strings(k, "name"), "dur": num(k, "dur_ns")})
+    if scope is not None:
+        chip, core, start = num(k, "chip"), num(k, "core"), num(k, "start_ns")
+        keep = (start < scope.t1) & (start + num(k, "dur_ns") > scope.t0)
+        if scope.chips is not None:
+            keep &= np.isin(chip, scope.chips)
+        if scope.cores is not None:
+            keep &= np.isin(core, scope.cores)
+        if scope.track_ids is not None:
+            chips, cores = scope.core_mask(Tracks.of(h.trace))
+            keep &= np.isin(chip * 65536 + core, chips.astype(np.int64) * 65536 + cores)
+        frame = frame[keep]
+    g = frame.groupby(
         ["op_key", "name"], as_index=False).agg(count=("dur", "size"), time_ns=("dur", "sum"), max_ns=("dur", "max"))
     return g
 
@@ -160,15 +172,34 @@ def kernel_deltas(ga: pd.DataFrame, gb: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["op_key", "name"], kind="stable").reset_index(drop=True)
 
 
-def diff(a: Trace, b: Trace, *, summary_a: Summary | None = None, hierarchy_a: Hierarchy | None = None) -> TraceDiff:
-    """All deltas of B against A (a window that already holds A's summary and tree passes them in)."""
-    sa, sb = summary_a or summarize(a), summarize(b)
+def diff(a: Trace, b: Trace, *, scope: Scope | None = None, summary_a: Summary | None = None,
+         hierarchy_a: Hierarchy | None = None) -> TraceDiff:
+    """All deltas of B against A (a window that already holds A's summary and tree passes them in).
+
+    A `scope` narrows both traces the same way (its open ends close on each trace's own
+    span): metrics and engines are the scoped summaries', kernels those overlapping the
+    window on the chips and cores in scope, ops those overlapping the window (matched by
+    their keys in the whole trace, so an op keeps its occurrence number).
+    """
+    scoped = scope is not None and scope != Scope()
+    sa = summary_a if summary_a is not None and not scoped else summarize(a, scope=scope)
+    sb = summarize(b, scope=scope)
     ha, hb = hierarchy_a or Hierarchy(a), Hierarchy(b)
     ka, kb = op_keys(ha), op_keys(hb)
+    ra = rb = None
+    if scoped:
+        ra, rb = scope.resolve(a, Tracks.of(a)), scope.resolve(b, Tracks.of(b))
+        ka, kb = _ops_in(ka, ra), _ops_in(kb, rb)
     return TraceDiff(
         a=str(a.path), b=str(b.path), summary_a=sa, summary_b=sb,
         metrics=metric_deltas(sa, sb),
         engines=engine_deltas(sa, sb),
         ops=op_deltas(ka, kb),
-        kernels=kernel_deltas(_kernel_groups(ha, ka), _kernel_groups(hb, kb)),
+        kernels=kernel_deltas(_kernel_groups(ha, op_keys(ha) if scoped else ka, ra),
+                              _kernel_groups(hb, op_keys(hb) if scoped else kb, rb)),
     )
+
+
+def _ops_in(keys: pd.DataFrame, scope: Scope) -> pd.DataFrame:
+    """The ops whose span overlaps the scope's window."""
+    return keys[(keys["start_ns"] < scope.t1) & (keys["start_ns"] + keys["dur_ns"] > scope.t0)]

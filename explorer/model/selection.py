@@ -1,4 +1,5 @@
-"""What an area selection (some rows x a time range) contains, as Perfetto shows it.
+"""What an area selection (some rows x a time range: a `Scope` with track ids and a
+closed window) contains, as Perfetto shows it.
 
 Busy time per selected engine row (union of its intervals, clipped to the range),
 instruction counts by opcode (instructions that start inside the range), bytes
@@ -13,24 +14,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from explorer.model.scope import Scope
 from explorer.model.trace_index import EventTable, TraceIndex
 from simcore.trace.schema import COUNTER_HBM_READ, COUNTER_HBM_WRITE
 
 
-@dataclass(frozen=True)
-class AreaSelection:
-    track_ids: tuple[int, ...]
-    t0: int
-    t1: int
+def area_scope(track_ids: tuple[int, ...] | list[int], t0: int, t1: int) -> Scope:
+    """The GUI's area selection: rows (in screen order) x [t0, t1), as a Scope."""
+    return Scope(int(t0), int(t1), track_ids=tuple(track_ids))
 
-    @property
-    def duration(self) -> int:
-        return max(self.t1 - self.t0, 0)
+
+def is_area(scope: Scope | None) -> bool:
+    """A selection worth summarising: some rows and a window that is not empty."""
+    return scope is not None and bool(scope.track_ids) and scope.duration_ns > 0
 
 
 @dataclass
 class SelectionSummary:
-    selection: AreaSelection
+    selection: Scope
     busy_ns: dict[int, int] = field(default_factory=dict)  # track id -> busy ns in range
     busy_percent: dict[int, float] = field(default_factory=dict)
     opcode_counts: dict[str, int] = field(default_factory=dict)  # by count, descending
@@ -45,11 +46,11 @@ class SelectionSummary:
 
     @property
     def dma_gbps(self) -> float:
-        d = self.selection.duration
+        d = max(self.selection.duration_ns, 0)
         return self.dma_bytes / d if d else 0.0  # bytes/ns == GB/s
 
 
-def summarize(index: TraceIndex, sel: AreaSelection) -> SelectionSummary:
+def summarize_area(index: TraceIndex, sel: Scope) -> SelectionSummary:
     """The summary of an area selection (vectorised over the selected events)."""
     out = SelectionSummary(sel)
     t0, t1 = sel.t0, sel.t1

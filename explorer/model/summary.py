@@ -14,7 +14,7 @@ all come from the same code (`per_unit` -> `aggregate`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -145,8 +145,11 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     # units whose kernels and counters count: every unit of a selected track (or of the chips)
     flags["in_scope"][track_unit[in_tracks & (tracks.chip >= 0)]] = True
     if scope.track_ids is None:
-        chip_of_unit = units.chip_core()[0]
-        flags["in_scope"] |= np.isin(chip_of_unit, list(scope.chips)) if scope.chips is not None else True
+        chip_of_unit, core_of_unit = units.chip_core()
+        keep = np.isin(chip_of_unit, list(scope.chips)) if scope.chips is not None else np.True_
+        if scope.cores is not None:
+            keep = keep & (np.isin(core_of_unit, list(scope.cores)) | (core_of_unit < 0))
+        flags["in_scope"] |= keep
     engine_of_track = np.full(len(tracks), -1, np.int64)
     for kind, engine in ENGINE_OF_KIND.items():
         engine_of_track[tracks.kind == kind] = ENGINES.index(engine)
@@ -453,30 +456,30 @@ def summarize(
     chips: Iterable[int] | None = None,
     time_range: tuple[int, int] | None = None,
     track_ids: Iterable[int] | None = None,
+    *,
+    cores: Iterable[int] | None = None,
+    scope: Scope | None = None,
 ) -> Summary:
-    """Summary metrics for the whole trace, some chips, a time window and/or some tracks.
+    """Summary metrics for the whole trace, some chips, cores, a time window and/or some tracks.
 
     `time_range` is [t0, t1) in trace ns; `track_ids` narrows instruction, DMA and
     collective metrics to those tracks and kernel metrics (FLOPs, HBM bytes) to the
-    cores the tracks belong to. Bad values raise `UserError`.
+    cores the tracks belong to; or pass a ready `Scope` (what `trnx summary` parses).
+    Bad values raise `UserError`.
     """
     tracks = Tracks.of(trace)
     peaks = Peaks.from_meta(trace.hardware)
-    scope = Scope.resolve(trace, tracks, chips, time_range, track_ids)
+    scope = (scope or Scope.of(chips, time_range, track_ids, cores)).resolve(trace, tracks)
     return aggregate(per_unit(trace, scope, tracks, peaks), scope, peaks)
 
 
-def summarize_per_chip(trace: Trace, time_range: tuple[int, int] | None = None) -> dict[int, Summary]:
-    """One summary per chip that ran work, from a single pass over the tables."""
+def summarize_per_chip(trace: Trace, time_range: tuple[int, int] | None = None, *,
+                       scope: Scope | None = None) -> dict[int, Summary]:
+    """One summary per chip that ran work (in `scope`'s window and cores), from a single pass over the tables."""
     tracks = Tracks.of(trace)
     peaks = Peaks.from_meta(trace.hardware)
-    scope = Scope.resolve(trace, tracks, None, time_range, None)
-    units = per_unit(trace, scope, tracks, peaks)
-    result: dict[int, Summary] = {}
-    for chip in sorted(units.loc[units["has_work"], "chip"].unique().tolist()):
-        chip_scope = Scope(scope.t0, scope.t1, (int(chip),), None)
-        result[int(chip)] = aggregate(units[units["chip"] == chip], chip_scope, peaks)
-    return result
+    scope = replace(scope or Scope.of(time_range=time_range), chips=None).resolve(trace, tracks)
+    return _per_chip(per_unit(trace, scope, tracks, peaks), scope, peaks)
 
 
 def summarize_trace_and_chips(trace: Trace) -> tuple[Summary, dict[int, Summary]]:
@@ -488,11 +491,14 @@ def summarize_trace_and_chips(trace: Trace) -> tuple[Summary, dict[int, Summary]
     """
     tracks = Tracks.of(trace)
     peaks = Peaks.from_meta(trace.hardware)
-    scope = Scope.resolve(trace, tracks, None, None, None)
+    scope = Scope().resolve(trace, tracks)
     units = per_unit(trace, scope, tracks, peaks)
-    whole = aggregate(units, scope, peaks)
+    return aggregate(units, scope, peaks), _per_chip(units, scope, peaks)
+
+
+def _per_chip(units: pd.DataFrame, scope: Scope, peaks: Peaks) -> dict[int, Summary]:
     per_chip: dict[int, Summary] = {}
     for chip in sorted(units.loc[units["has_work"], "chip"].unique().tolist()):
-        chip_scope = Scope(scope.t0, scope.t1, (int(chip),), None)
+        chip_scope = replace(scope, chips=(int(chip),))
         per_chip[int(chip)] = aggregate(units[units["chip"] == chip], chip_scope, peaks)
-    return whole, per_chip
+    return per_chip

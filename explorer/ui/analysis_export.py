@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 
 from explorer.model.export_tables import area_events, write_csv, write_operator_table, write_summary
+from explorer.model.selection import is_area
 from simcore.atomic import atomic_path
 from simcore.errors import UserError
 
@@ -114,14 +115,14 @@ class AnalysisExport:
             a = self._need_analysis()
             area = self.window.timeline.area
             nodes = self.panels.operators.selected_nodes()
-            if (area is None or not area.track_ids or area.duration <= 0) and not nodes:
+            if not is_area(area) and not nodes:
                 raise UserError("nothing is selected: Shift+drag an area on the timeline or select rows in the "
                                 "operator table first.")
             target = Path(path) if path else self._ask("Export the selection", f"{self._stem()}-selection.csv",
                                                        "CSV (*.csv)")
             if target is None:
                 return None
-            if area is not None and area.track_ids and area.duration > 0:
+            if is_area(area):
                 return write_csv(area_events(a.trace, area.track_ids, int(area.t0), int(area.t1)), target)
             return write_csv(self.panels.operators.model.rows_for(nodes), target)
         return self._run(go)

@@ -25,7 +25,7 @@ from PySide6.QtCore import QObject, Signal
 from explorer.model.dependencies import Dependencies
 from explorer.model.hierarchy import Hierarchy
 from explorer.model.recommendations import Link, Recommendation, recommend
-from explorer.model.selection import AreaSelection
+from explorer.model.selection import area_scope
 from explorer.model.summary import Summary, summarize_trace_and_chips
 from explorer.model.trace_index import EventRef, TraceIndex
 from simcore.errors import UserError
@@ -244,7 +244,7 @@ class AnalysisSession(QObject):
             tl.set_area(None)
             tl.select(ref, reveal=False)
         else:
-            tl.set_area(AreaSelection(tuple(tracks), int(t0), int(t1)) if tracks else None)
+            tl.set_area(area_scope(tracks, t0, t1) if tracks else None)
         self.select_node(node)
 
     def go_to_event(self, event_id: int) -> None:
@@ -270,7 +270,7 @@ class AnalysisSession(QObject):
         self._zoom(link.t0, link.t1, link.track_ids[0] if link.track_ids else None)
         tl = self.window.timeline
         tl.select(None)
-        tl.set_area(AreaSelection(tuple(link.track_ids), int(link.t0), int(link.t1)) if link.track_ids else None)
+        tl.set_area(area_scope(link.track_ids, link.t0, link.t1) if link.track_ids else None)
 
     def _zoom(self, t0: float, t1: float, track_id: int | None) -> None:
         pad = max((t1 - t0) * 0.05, 20.0)

@@ -7,7 +7,7 @@ Adding a panel (see explorer/ui/README.md): build a QWidget that shows some
 
 and connect it to the window's signals: `trace_loaded(LoadedTrace)` (a new trace
 is shown), `timeline.event_selected(EventRef | None)`,
-`timeline.visible_range_changed(t0, t1)` and `timeline.area_changed(AreaSelection
+`timeline.visible_range_changed(t0, t1)` and `timeline.area_changed(Scope
 | None)`. Drive the timeline with `window.zoom_to(t0, t1, track_id)` and
 `window.highlight(ref)`.
 """

@@ -98,7 +98,7 @@ class TimeRuler(QWidget):
                 xa, xb = self.canvas.x_of(area.t0), self.canvas.x_of(area.t1)
                 p.fillRect(QRectF(xa, 0, xb - xa, h), QColor(79, 163, 255, 70))
                 p.setPen(P.TEXT)
-                p.drawText(QRectF(xa, 0, max(xb - xa, 80), 12), Qt.AlignHCenter | Qt.AlignTop, format_ns(area.duration))
+                p.drawText(QRectF(xa, 0, max(xb - xa, 80), 12), Qt.AlignHCenter | Qt.AlignTop, format_ns(area.duration_ns))
             if self._band is not None:
                 a, b = sorted(self._band)
                 p.fillRect(QRectF(a, 0, b - a, h), QColor(255, 255, 255, 50))

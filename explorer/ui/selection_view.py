@@ -6,7 +6,8 @@ import html
 
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
-from explorer.model.selection import AreaSelection, SelectionSummary, summarize
+from explorer.model.scope import Scope
+from explorer.model.selection import SelectionSummary, summarize_area
 from explorer.model.trace_index import TraceIndex
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
 
@@ -14,7 +15,7 @@ MAX_OPCODES = 25
 
 
 class QtSelectionSummary(QWidget):
-    """Renders `explorer.model.selection.summarize` for the current area selection."""
+    """Renders `explorer.model.selection.summarize_area` for the current area selection."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -33,13 +34,13 @@ class QtSelectionSummary(QWidget):
         self.index = index
         self.show_selection(None)
 
-    def show_selection(self, sel: AreaSelection | None) -> None:
+    def show_selection(self, sel: Scope | None) -> None:
         if sel is None or self.index is None or not sel.track_ids:
             self.summary = None
             self.text.setHtml("<p>Shift+drag across rows in the timeline to select an area "
                               "and see what it contains.</p>")
             return
-        s = self.summary = summarize(self.index, sel)
+        s = self.summary = summarize_area(self.index, sel)
         self.text.setHtml(_render(self.index, s))
 
 
@@ -51,7 +52,7 @@ def _row(*cells: str, head: bool = False) -> str:
 def _render(index: TraceIndex, s: SelectionSummary) -> str:
     sel = s.selection
     out = [
-        f"<h3>{len(sel.track_ids)} rows \u00d7 {format_ns(sel.duration)}</h3>",
+        f"<h3>{len(sel.track_ids)} rows \u00d7 {format_ns(sel.duration_ns)}</h3>",
         f"<p>from {format_ns(sel.t0 - index.span[0])} to {format_ns(sel.t1 - index.span[0])}</p>",
         "<h4>Busy time per engine</h4><table width='100%' cellspacing='0' cellpadding='2'>",
         _row("row", "busy", "%", head=True),

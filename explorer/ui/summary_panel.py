@@ -16,7 +16,8 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.model.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric
-from explorer.model.selection import AreaSelection
+from explorer.model.scope import Scope
+from explorer.model.selection import is_area
 from explorer.model.summary import Summary, summarize
 from explorer.model.units import format_ns
 from explorer.ui.analysis_session import Latest, TraceAnalysis
@@ -39,7 +40,7 @@ class QtSummary(QWidget):
         self.analysis: TraceAnalysis | None = None
         self.summaries: dict[str, Summary | None] = dict.fromkeys(COLUMNS)
         self.visible_range: tuple[float, float] | None = None
-        self.area: AreaSelection | None = None
+        self.area: Scope | None = None
         self.selection_scope: tuple[tuple[int, int], tuple[int, ...] | None] | None = None
         self._latest = Latest()
         self._items: dict[str, QTreeWidgetItem] = {}
@@ -146,8 +147,8 @@ class QtSummary(QWidget):
         if self.area is None:
             self._schedule()
 
-    def show_area(self, area: AreaSelection | None) -> None:
-        self.area = area if area is not None and area.duration > 0 and area.track_ids else None
+    def show_area(self, area: Scope | None) -> None:
+        self.area = area if is_area(area) else None
         self._schedule()
 
     def _chip_changed(self, _i: int) -> None:

@@ -19,7 +19,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QScrollBar, QSplitter, QVBoxLayout, QWidget
 
 from explorer.model.event_details import Dependency, dependencies
-from explorer.model.selection import AreaSelection
+from explorer.model.scope import Scope
 from explorer.model.track_tree import TrackTree
 from explorer.model.trace_index import COLOUR_MODES, ColourCodes, EventRef, TraceIndex
 from explorer.ui import palette as P
@@ -60,7 +60,7 @@ class TimelineWidget(QWidget):
     """Engine rows over a shared time axis, with counter rows underneath."""
 
     event_selected = Signal(object)  # EventRef | None
-    area_changed = Signal(object)  # AreaSelection | None (when a drag ends)
+    area_changed = Signal(object)  # Scope (rows x window) | None (when a drag ends)
     visible_range_changed = Signal(float, float)  # absolute ns
     colour_mode_changed = Signal(str)
 
@@ -76,7 +76,7 @@ class TimelineWidget(QWidget):
         self.palette_rgb = P.rgb_array([])
         self.selected: EventRef | None = None
         self.selected_dependencies: list[Dependency] = []
-        self.area: AreaSelection | None = None
+        self.area: Scope | None = None
         self.hover_t: float | None = None
         self.origin = 0.0
         self.last_frame_ms = 0.0
@@ -170,12 +170,12 @@ class TimelineWidget(QWidget):
             s, e = self.index.interval(self.selected)
             pad = max((e - s) * 0.15, 5.0)
             self.viewport.set_range(s - pad, e + pad)
-        elif self.area is not None and self.area.duration > 0:
+        elif self.area is not None and self.area.duration_ns > 0:
             self.viewport.set_range(self.area.t0, self.area.t1)
         else:
             self.viewport.fit()
 
-    def set_area(self, sel: AreaSelection | None, *, final: bool = True) -> None:
+    def set_area(self, sel: Scope | None, *, final: bool = True) -> None:
         self.area = sel
         if final:
             self.area_changed.emit(sel)

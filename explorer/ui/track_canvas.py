@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QToolTip, QWidget
 
 from explorer.model.event_details import describe
 from explorer.model.lod import fractions_many, last_started
-from explorer.model.selection import AreaSelection
+from explorer.model.selection import area_scope
 from explorer.model.track_tree import Row, TrackTree
 from explorer.model.trace_index import EventRef
 from explorer.model.units import format_bytes, format_ns
@@ -717,7 +717,7 @@ class TrackCanvas(QWidget):
             if g.y + g.h > ya and g.y <= yb:
                 tracks += [t.track_id for t in g.row.node.tracks()]
         ta, tb = sorted((self.t_of(max(p0.x(), GUTTER)), self.t_of(max(p1.x(), GUTTER))))
-        sel = AreaSelection(tuple(dict.fromkeys(tracks)), int(ta), int(np.ceil(tb)))
+        sel = area_scope(tuple(dict.fromkeys(tracks)), int(ta), int(np.ceil(tb)))
         self.timeline.set_area(sel, final=final)
 
     def wheelEvent(self, event) -> None:  # noqa: N802

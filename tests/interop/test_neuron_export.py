@@ -15,6 +15,7 @@ import pytest
 from explorer.export import FORMATS
 from explorer.interop.neuron_profile import import_neuron_profile
 from explorer.interop.neuron_profile import schema as NS
+from explorer.model.scope import Scope
 from explorer.model.summary import summarize
 from simcore.trace import open_trace
 
@@ -76,7 +77,7 @@ def test_tables_follow_the_schema_and_a_neuron_script_reads_them(tmp_path: Path)
 
 def test_multi_chip_export_is_one_profile_per_rank(tmp_path: Path) -> None:
     sample = ROOT / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx"
-    FORMATS["neuron-explorer"](open_trace(sample), tmp_path / "prof", {"chips": [0, 3]})
+    FORMATS["neuron-explorer"](open_trace(sample), tmp_path / "prof", {"scope": Scope(chips=(0, 3))})
     assert sorted(p.name for p in (tmp_path / "prof").iterdir()) == ["rank_0", "rank_3"]
     cc = pd.read_parquet(tmp_path / "prof" / "rank_3" / "CcOp.parquet")
     assert set(cc["operation"]) <= {"AllReduce", "AllGather"} and cc["replica_group"].iloc[0] == str([list(range(16))])

@@ -17,6 +17,7 @@ from simcore.errors import UserError
 from simcore.trace import open_trace
 from tracegen import write_tiny
 from explorer.export import FORMATS
+from explorer.model.scope import Scope, parse_range
 from explorer.interop import import_kineto
 
 
@@ -32,15 +33,21 @@ def ranks(tmp_path: Path):
     return open_trace(out)
 
 
+def _scope(chips=None, cores=None, range=None) -> dict:
+    """Exporter options: the `Scope` that `trnx export --chips --cores --range` parse to."""
+    t0, t1 = range if isinstance(range, tuple) else parse_range(range)
+    return {"scope": Scope(t0, t1, None if chips is None else tuple(chips), None if cores is None else tuple(cores))}
+
+
 def _chrome(trace, path: Path, **options) -> list[dict]:
-    FORMATS["chrome-json"](trace, path, options)
+    FORMATS["chrome-json"](trace, path, _scope(**options))
     doc = json.loads(path.read_text())
     assert doc["displayTimeUnit"] == "ns"
     return doc["traceEvents"]
 
 
 def _perfetto(trace, path: Path, **options) -> list:
-    FORMATS["perfetto"](trace, path, options)
+    FORMATS["perfetto"](trace, path, _scope(**options))
     t = pb.Trace()
     t.ParseFromString(path.read_bytes())
     return list(t.packet)
@@ -163,7 +170,7 @@ def test_filters_chips_cores_and_range(ranks, tmp_path: Path) -> None:
     assert _perfetto_slices(packets) == kept
     events = _chrome(ranks, tmp_path / "core.json", cores=[0])
     assert len(_chrome_slices(events)) == len(_expected_slices(ranks))  # every row is core 0 or chip-level
-    with pytest.raises(UserError, match="has no chip 7"):
+    with pytest.raises(UserError, match="chip 7 is not in this trace"):
         _chrome(ranks, tmp_path / "x.json", chips=[7])
     with pytest.raises(UserError, match="ends before it starts"):
         _chrome(ranks, tmp_path / "x.json", range="5ms:1ms")

@@ -15,7 +15,7 @@ from timeline_traces import DMA_ID0, MM_FLOPS, write_timeline_trace  # noqa: E40
 from explorer.model.collective_waits import collective_waits  # noqa: E402
 from explorer.model.event_details import event_details  # noqa: E402
 from explorer.model.search import search  # noqa: E402
-from explorer.model.selection import AreaSelection, summarize  # noqa: E402
+from explorer.model.selection import area_scope, summarize_area  # noqa: E402
 from explorer.model.trace_index import EventRef, TraceIndex  # noqa: E402
 from explorer.model.track_tree import TrackTree  # noqa: E402
 from explorer.model.utilisation import Utilisation  # noqa: E402
@@ -28,7 +28,7 @@ def index(tmp_path_factory):
 
 
 def test_area_selection_summary(index):
-    s = summarize(index, AreaSelection((0, 1, 2, 4, 5, 6), 0, 50_000))
+    s = summarize_area(index, area_scope((0, 1, 2, 4, 5, 6), 0, 50_000))
     assert s.busy_ns[1] == 10_000 and s.busy_percent[1] == pytest.approx(20.0)
     assert s.busy_ns[0] == 40_000 and s.busy_percent[0] == pytest.approx(80.0)
     assert s.opcode_counts == {"TensorTensor": 500, "MultiplyMoving": 50}  # the Transpose starts at 50 us
@@ -42,9 +42,9 @@ def test_area_selection_summary(index):
 
 
 def test_partial_overlap_is_prorated(index):
-    s = summarize(index, AreaSelection((2,), 500, 10_500))  # half of DMA 0 and half of DMA 1
+    s = summarize_area(index, area_scope((2,), 500, 10_500))  # half of DMA 0 and half of DMA 1
     assert s.dma_bytes == pytest.approx(65536.0)
-    s = summarize(index, AreaSelection((7,), 0, 100_000))  # a counter row: averages only
+    s = summarize_area(index, area_scope((7,), 0, 100_000))  # a counter row: averages only
     assert s.hbm_read_gbps == pytest.approx(200.0) and s.instructions == 0
 
 
