@@ -36,6 +36,8 @@ KNOWN_MISSES = {
     "allreduce-2r-fp32-64mib": "-46%: intra-chip all-reduce simulated at ~2x the measured 51 GB/s bus bandwidth",
     "allreduce-2r-fp32-256mib": "-45%: intra-chip all-reduce simulated at ~2x the measured 53 GB/s bus bandwidth",
     "allreduce-2r-fp32-1gib": "-45%: intra-chip all-reduce simulated at ~2x the measured 53 GB/s bus bandwidth",
+    "matmul-nki-trn1-4096x4096x4096-bf16": "-41%: host-timed call; no per-call runtime/host cost, and the NKI "
+                                           "kernel's 2048-row blocks run at 51 TFLOPS at this size, the planner near peak",
 }
 
 
