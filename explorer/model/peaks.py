@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-BF16 = "bf16"
+from simcore.dtypes import bf16_flop_weight, peak_tflops
+
 
 
 def _get(hw: Mapping[str, Any], dotted: str) -> Any:
@@ -74,31 +75,15 @@ class Peaks:
         return 2.0 * self.rows * self.cols * self.clock_ghz * 1e9
 
     def weight(self, dtype: str) -> float | None:
-        """Factor that normalises `dtype` FLOPs to BF16 FLOPs (bf16 1, fp8 0.5, mxfp8 0.25).
-
-        From `tensor.bf16_flop_weight`; when a dtype is absent there, from the ratio
-        of peak rates (bf16 peak / dtype peak). None when neither is known.
-        """
-        if dtype in self.bf16_flop_weight:
-            return self.bf16_flop_weight[dtype]
-        if dtype == BF16:
-            return 1.0
-        p_bf16, p = self.peak_tflops.get(BF16), self.peak_tflops.get(dtype)
-        if p_bf16 and p:
-            return p_bf16 / p
-        return None
+        """Factor that normalises `dtype` FLOPs to BF16 FLOPs (bf16 1, fp8 0.5, mxfp8 0.25):
+        `tensor.bf16_flop_weight`, else the ratio of peaks (simcore.dtypes.bf16_flop_weight)."""
+        return bf16_flop_weight(self.bf16_flop_weight, self.peak_tflops, dtype)
 
     def peak_tflops_for(self, dtype: str) -> float | None:
-        """Per-core tensor-engine peak for `dtype` (TFLOPS), or None."""
-        if dtype in self.peak_tflops:
-            return self.peak_tflops[dtype]
-        w = self.weight(dtype)
-        base = self.peak_tflops.get(BF16)
-        if base is None and self.bf16_flops_per_s_per_core is not None:
-            base = self.bf16_flops_per_s_per_core / 1e12
-        if w and base:
-            return base / w
-        return None
+        """Per-core tensor-engine peak for `dtype` (TFLOPS), or None (simcore.dtypes.peak_tflops;
+        without a BF16 peak, the array's 2 x rows x cols x clock)."""
+        array = self.bf16_flops_per_s_per_core
+        return peak_tflops(self.bf16_flop_weight, self.peak_tflops, dtype, None if array is None else array / 1e12)
 
     # -- memory ------------------------------------------------------------------
     @property

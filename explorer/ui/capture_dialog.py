@@ -319,7 +319,7 @@ class CaptureDialog(QDialog):
 
                 dtypes = load_hardware(name).matmul_dtypes()
             except UserError:
-                from simcore.hardware import MATMUL_DTYPES
+                from simcore.dtypes import MATMUL_DTYPES
 
                 dtypes = list(MATMUL_DTYPES)
         self._dtypes = list(dtypes or [])

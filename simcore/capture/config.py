@@ -19,7 +19,7 @@ from simcore.hardware import Hardware, load_hardware
 from simcore.workloads import MICROBENCHMARKS, MODELS, Workload, microbenchmark
 from simcore.workloads.llm import model_ops
 from simcore.workloads.memory import check_fits
-from simcore.workloads.opgraph import load_opgraph
+from simcore.workloads.opgraph import MATMULS, load_opgraph
 
 __all__ = ["CaptureConfig", "Resolved", "resolve"]
 
@@ -126,8 +126,9 @@ def resolve(config: CaptureConfig) -> Resolved:
             raise ConfigError(f"{name} over {wl.ops[0].params['ranks']} ranks exceeds the {hw.chips} chips of {hw.name}.")
     elif is_file:
         wl = load_opgraph(name, c.dtype)
+        for file_dtype in dict.fromkeys(op.dtype for op in wl.ops if op.kind in MATMULS and op.dtype != c.dtype):
+            hw.check_dtype(file_dtype)   # the given --dtype was checked above
         for op in wl.ops:
-            hw.check_dtype(op.dtype) if op.kind in ("matmul", "grouped_matmul") else None
             if op.kind == "attention" and op.params["q_heads"] % cc:
                 raise ConfigError(f"op {op.name} has {op.params['q_heads']} heads, which do not divide over {cc} compute cores.")
         if c.layers is not None:

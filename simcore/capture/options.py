@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from simcore.collectives.cost import ALGORITHMS
+from simcore.dtypes import BF16, MATMUL_DTYPES
 from simcore.errors import ConfigError
-from simcore.hardware import MATMUL_DTYPES
 from simcore.workloads import PHASES
 
 DETAILS = ("kernel", "instruction")
@@ -135,7 +135,7 @@ class CaptureConfig:
     shape: str | tuple | list | None = option("Micro-benchmark shape, e.g. 8192,8192,8192 for gemm (M,K,N).",
                                               default_text="the micro-benchmark's own", group=WORKLOAD)
     dtype: str | None = option("Matmul data type (an op-graph file's own dtype when not given).", kind="choice",
-                               choices=MATMUL_DTYPES, default="bf16", given_only=True, group=WORKLOAD,
+                               choices=MATMUL_DTYPES, default=BF16, given_only=True, group=WORKLOAD,
                                label="Data type")
     layers: int | None = option("Simulate the first N layers only.", kind="int", default_text="all",
                                 group=WORKLOAD)

@@ -20,10 +20,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from simcore.dtypes import MATMUL_DTYPES
 from simcore.errors import ConfigError
-
-MATMUL_DTYPES = ("bf16", "fp16", "fp8", "mxfp8", "mxfp4", "fp32")
-MX_DTYPES = ("mxfp8", "mxfp4")
 
 _TABLES = frozenset({  # required keys whose value is a table by dtype
     "tensor.macs_per_pe_cycle", "tensor.peak_tflops", "tensor.bf16_flop_weight",

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from simcore.dtypes import is_narrow
 from simcore.hardware import Hardware
 from simcore.lowering.engines import SCALAR, VECTOR
 
-FP32_LIKE = ("fp32", "int32")
-
-
 def _elem_rate(table: dict, dtype: str, partitions: int) -> float:
-    key = dtype if dtype in table else ("fp32" if dtype in FP32_LIKE or dtype not in table else dtype)
+    """Elements per partition-cycle of an engine for `dtype`: its own entry, else the FP32 one,
+    else (without FP32) BF16's for a narrow dtype, else the table's first."""
+    key = dtype if dtype in table else "fp32"
     if key not in table:
-        key = "bf16" if dtype in ("mxfp8", "mxfp4", "fp8") and "bf16" in table else next(iter(table))
+        key = "bf16" if is_narrow(dtype) and "bf16" in table else next(iter(table))
     return float(table[key]) / partitions
 
 
@@ -93,8 +93,3 @@ def dma_ns(hw: Hardware, nbytes, partitions) -> np.ndarray:
     """Nominal transfer time with the core's DMA engines to itself (sharing comes later)."""
     return np.asarray(nbytes, np.float64) / (hw.core_dma_bytes_per_ns * dma_efficiency(hw, nbytes, partitions))
 
-
-def dtype_bytes(dtype: str) -> float:
-    """Bytes per element in HBM/SBUF, MX scale bytes included (one uint8 per 32 elements)."""
-    return {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0, "fp8": 1.0, "mxfp8": 1.0 + 1 / 32, "mxfp4": 0.5 + 1 / 32,
-            "int32": 4.0}[dtype]

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.hardware import MX_DTYPES, Hardware
+from simcore.dtypes import dtype_bytes, is_mx
+from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.engines import MATRIX, SCALAR, TENSOR, VECTOR
 from simcore.lowering.program import OP as C_OP, ProgramBuilder
@@ -66,7 +67,7 @@ def matmul_buffers(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: fl
     kp = hw.contraction_per_pass(dtype)
     mt, kt, nt = math.ceil(m / P), math.ceil(k / kp), math.ceil(n / MOVING)
     nbt, mbt, kbt = min(nbt, nt), min(mbt, mt), min(kbt, kt)
-    wb = C.dtype_bytes(dtype)
+    wb = dtype_bytes(dtype)
     q_bytes = wb if quant else 0.0
     kb, mrows, ncols = min(k, kbt * kp), min(m, mbt * P), min(n, nbt * MOVING)
     nblk, mblk, kblk = math.ceil(nt / nbt), math.ceil(mt / mbt), math.ceil(kt / kbt)
@@ -86,7 +87,7 @@ def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float
     kp = hw.contraction_per_pass(dtype)
     P = hw.partitions
     mt, kt, nt = math.ceil(m / P), math.ceil(k / kp), math.ceil(n / MOVING)
-    wb = C.dtype_bytes(dtype)
+    wb = dtype_bytes(dtype)
     budget = hw.sbuf_budget
     n_last = n - MOVING * (nt - 1)
     te = mt * kt * ((nt - 1) * float(C.matmul_ns(hw, MOVING, dtype)) + float(C.matmul_ns(hw, n_last, dtype)))
@@ -147,18 +148,18 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     """Append one matmul's instructions to `b` (vectorised over all tiles); returns (info, next free key)."""
     P = hw.partitions
     kp = hw.contraction_per_pass(dtype)
-    a_hbm_bytes = 2.0 if quantize_a else C.dtype_bytes(dtype)
+    a_hbm_bytes = 2.0 if quantize_a else dtype_bytes(dtype)
     quant = quantize_a and dtype != "bf16"
     plan = plan_matmul(hw, m, k, n, dtype, a_hbm_bytes, quant)
     m_sz, k_sz, n_sz = _sizes(m, P), _sizes(k, kp), _sizes(n, MOVING)
     mt, kt, nt = len(m_sz), len(k_sz), len(n_sz)
     nbt, mbt, kbt = min(plan.nbt, nt), min(plan.mbt, mt), min(plan.kbt, kt)
     n_blocks, m_blocks, k_blocks = math.ceil(nt / nbt), math.ceil(mt / mbt), math.ceil(kt / kbt)
-    wb = C.dtype_bytes(dtype)
+    wb = dtype_bytes(dtype)
     Q = hw.dma_queues
     LQ = max(1, Q - 1)
     store_queue = Q - 1
-    mx = dtype in MX_DTYPES
+    mx = is_mx(dtype)
     assert plan.sbuf_bytes <= hw.sbuf_budget and plan.psum_banks <= hw.psum_banks
     b.sbuf_bytes = max(b.sbuf_bytes, plan.sbuf_bytes)
     b.psum_bytes = max(b.psum_bytes, plan.psum_banks * hw.psum_bank_bytes)

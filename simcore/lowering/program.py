@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simcore.dtypes import DTYPE_TABLE
 from simcore.lowering.costs import dma_ns
 from simcore.lowering.engines import N_COMPUTE_ENGINES, SYNC
 
@@ -40,7 +41,7 @@ OPCODES = Vocab((
     # the collective engine's steps (multi-chip captures, `CC` rows of instruction-detail cores)
     "CcReduceScatter", "CcAllGather", "CcAllToAll", "CcSend", "CcRecv",
 ))
-DTYPES = Vocab(("bf16", "fp16", "fp8", "mxfp8", "mxfp4", "fp32", "int32", "uint8"))
+DTYPES = Vocab(tuple(DTYPE_TABLE))   # the trace's dtype codes: simcore.dtypes' table order
 MEMORIES = Vocab(("hbm", "sbuf", "psum", "remote"))
 OP = OPCODES.codes
 DT = DTYPES.codes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from simcore.errors import ConfigError
-from simcore.lowering.costs import dtype_bytes
+from simcore.dtypes import dtype_bytes
 from simcore.parallel.layout import Parallelism
 from simcore.workloads.memory import describe_need
 from simcore.workloads.models import ModelConfig

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simcore.collectives import CollectivePlan, all_to_all, plan_collective, send_recv
+from simcore.dtypes import is_narrow
 from simcore.parallel.layout import Parallelism
 from simcore.parallel.routing import layer_popularity, route_group
 from simcore.topology import Topology
@@ -274,7 +275,7 @@ class Planner:
         me = group.index(chip)
         owner = np.arange(e.experts) // per
         sent = np.stack([np.bincount(owner, weights=counts[r], minlength=par.ep) for r in range(par.ep)])  # tokens r -> q
-        dispatch_bytes = 1 if self.dtype in ("fp8", "mxfp8", "mxfp4") else ACT_BYTES
+        dispatch_bytes = 1 if is_narrow(self.dtype) else ACT_BYTES
         received = counts[:, me * per:(me + 1) * per].sum(axis=0)
         ms = [int(c) for c in received if c > 0]
         my_tokens = tokens[me]

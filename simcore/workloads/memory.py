@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from simcore.errors import ConfigError
-from simcore.lowering.costs import dtype_bytes
+from simcore.dtypes import dtype_bytes
 from simcore.workloads.models import ModelConfig
 
 

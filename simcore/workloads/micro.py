@@ -3,6 +3,7 @@ core by default, as an NKI kernel benchmark would."""
 
 from __future__ import annotations
 
+from simcore.dtypes import is_mx
 from simcore.errors import ConfigError
 from simcore.workloads.ops import Op, Workload
 
@@ -46,7 +47,7 @@ def microbenchmark(name: str, shape, dtype: str, *, compute_cores: int, mx_group
     dims = parse_shape(shape, name)
     if name == "gemm":
         m, k, n = dims
-        if dtype in ("mxfp8", "mxfp4") and k % mx_group:
+        if is_mx(dtype) and k % mx_group:
             raise ConfigError(f"gemm K={k} is not a multiple of the MX scale group ({mx_group}) that {dtype} needs.")
         if n % compute_cores:
             raise ConfigError(f"gemm N={n} does not divide evenly over {compute_cores} compute cores.")

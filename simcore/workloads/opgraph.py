@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from simcore.errors import ConfigError
-from simcore.hardware import MATMUL_DTYPES
+from simcore.dtypes import BF16, MATMUL_DTYPES
 from simcore.workloads.ops import Op, Workload
 
 MAX_REPEAT = 10_000  # beyond this a typo (or a fuzzer) would build ops until memory runs out
+MATMULS = ("matmul", "grouped_matmul")   # the ops whose dtype the graph's (or --dtype) sets
 ROWWISE = ("rmsnorm", "softmax", "residual_add", "silu_mul", "rope", "embedding", "norm_backward", "silu_mul_backward")
 REQUIRED: dict[str, tuple[str, ...]] = {
     "matmul": ("m", "k", "n"),
@@ -91,13 +92,14 @@ def _op(path: Path, raw: Any, layer: int, index: int, dtype: str) -> Op:
             raise ConfigError(f"{where}: q_heads {params['q_heads']} is not a multiple of kv_heads {params['kv_heads']}.")
         if params["q_len"] > params["kv_len"]:
             raise ConfigError(f"{where}: q_len {params['q_len']} exceeds kv_len {params['kv_len']}.")
-    if kind in ("matmul", "grouped_matmul"):
+    if kind in MATMULS:
         params.setdefault("quantize_a", False)
-    op_dtype = _check_dtype(where, raw.get("dtype", dtype if kind in ("matmul", "grouped_matmul") else "bf16"))
+    op_dtype = _check_dtype(where, raw["dtype"]) if "dtype" in raw else dtype if kind in MATMULS else BF16
     return Op(str(raw.get("name", f"{kind}{index}")), kind, params, op_dtype, layer)
 
 
 def load_opgraph(path: str | Path, dtype: str | None = None) -> Workload:
+    """The op graph of a JSON file; `dtype` (already validated) replaces the file's own when given."""
     p = Path(path)
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
@@ -111,7 +113,7 @@ def load_opgraph(path: str | Path, dtype: str | None = None) -> Workload:
         raise ConfigError(f"op-graph file {p} nests too deeply to be an op graph.") from None
     if not isinstance(data, dict):
         raise ConfigError(f"op-graph file {p} must hold a JSON object.")
-    dt = _check_dtype(f"op-graph file {p}", dtype or data.get("dtype", "bf16"))
+    dt = dtype if dtype is not None else _check_dtype(f"op-graph file {p}", data.get("dtype", BF16))
     name = data.get("name", p.stem)
     if not isinstance(name, str):
         raise ConfigError(f"op-graph file {p}: 'name' must be a string.")
