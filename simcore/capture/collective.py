@@ -8,16 +8,47 @@ captures with parallelism use the same plans, with real arrival skew and link sh
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from simcore.capture.config import Resolved
 from simcore.collectives import all_to_all, plan_collective
-from simcore.timing.collectives import COLLECTIVE_KINDS, CollectiveCost
 from simcore.topology import topology_of
 from simcore.trace import TraceWriter
 from simcore.trace import schema as S
+from simcore.workloads.micro import COLLECTIVES
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    """One collective micro-benchmark on an idle system: its cost and what a rank moves."""
+
+    kind: str          # trace name: all_reduce, ...
+    algorithm: str
+    ranks: int
+    bytes: int
+    latency_ns: float
+    transfer_ns: float
+    bus_factor: float
+
+    @property
+    def duration_ns(self) -> float:
+        return self.latency_ns + self.transfer_ns
+
+    @property
+    def algo_bw_gbps(self) -> float:
+        return self.bytes / self.duration_ns
+
+    @property
+    def bus_bw_gbps(self) -> float:
+        return self.algo_bw_gbps * self.bus_factor
+
+    @property
+    def link_bytes(self) -> float:
+        """Bytes each rank sends over its links."""
+        return self.bytes * self.bus_factor
 
 
 def _cost(res: Resolved) -> CollectiveCost:
@@ -25,7 +56,7 @@ def _cost(res: Resolved) -> CollectiveCost:
     `--cc-algorithm` asks for (auto: the fastest). A single-chip preset is a flat switch at its
     link bandwidth, where this is the reference's ring (mesh for all-to-all) formula."""
     p = res.workload.ops[0].params
-    kind, _ = COLLECTIVE_KINDS[p["name"]]
+    kind = COLLECTIVES[p["name"]]
     nbytes, ranks = int(p["bytes"]), int(p["ranks"])
     topo = topology_of(res.hw, ranks)
     group = tuple(range(ranks))

@@ -3,7 +3,6 @@ link ledgers that let concurrent collectives share the links (`links`)."""
 
 from simcore.collectives.cost import (
     ALGORITHMS,
-    KINDS,
     CollectivePlan,
     all_to_all,
     bus_factor,
@@ -11,4 +10,4 @@ from simcore.collectives.cost import (
     send_recv,
 )
 
-__all__ = ["ALGORITHMS", "KINDS", "CollectivePlan", "all_to_all", "bus_factor", "plan_collective", "send_recv"]
+__all__ = ["ALGORITHMS", "CollectivePlan", "all_to_all", "bus_factor", "plan_collective", "send_recv"]

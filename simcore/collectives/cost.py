@@ -35,7 +35,6 @@ import numpy as np
 from simcore.errors import ConfigError
 from simcore.topology import Topology
 
-KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 ALGORITHMS = ("auto", "ring", "mesh", "hierarchical")
 STEP_OPCODE = {"all_reduce": ("CcReduceScatter", "CcAllGather"), "all_gather": ("CcAllGather",),
                "reduce_scatter": ("CcReduceScatter",), "all_to_all": ("CcAllToAll",)}

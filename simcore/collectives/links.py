@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcore.timing.listsched import _njit
+from simcore.jit import njit
 
 SLICES_PER_GROWTH = 4096
 
 
-@_njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _flow(t, left, W, chip, row, need, used, cap, served, slice_ns):
     """Advance a flow from time t with `left` of its work to do; returns (t, left). Stops early
     (left > 0) when it runs past the ledger's slices so the caller can grow them."""

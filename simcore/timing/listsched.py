@@ -21,18 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-try:  # numba is a declared dependency; the pure-Python path keeps simcore importable without it
-    from numba import njit as _njit
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    HAVE_NUMBA = False
-
-    def _njit(*args, **kwargs):  # type: ignore[no-redef]
-        def wrap(f):
-            return f
-
-        return wrap(args[0]) if args and callable(args[0]) else wrap
+from simcore.jit import njit
 
 
 @dataclass
@@ -44,7 +33,7 @@ class Throttle:
     cooldown_ns: float = 0.0
 
 
-@_njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, slice_ns, n_slices, overflow):
     """End of a transfer needing `need` ns of its core's DMA engines, started at `s`, that moves
     `hr` HBM bytes per engine-ns for each of `w` identical cores. It takes what capacity is
@@ -92,7 +81,7 @@ def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, sl
     return t
 
 
-@_njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read_frac, weight, n_queues, t0,
               thr_start, thr_ramp, thr_cool, busy_since, last_end,
               core_led, chip_led, served_r, served_w, slice_ns, n_slices, overflow):

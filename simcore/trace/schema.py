@@ -29,6 +29,10 @@ STRING = pa.dictionary(pa.int32(), pa.string())
 disk, zero-copy categoricals in pandas, and integer codes for colouring in the GUI."""
 
 # Track kinds (tracks.kind). Readers must tolerate kinds they do not know.
+# `collectives.kind` (and `ops.kind` of a collective op): what the simulator writes. Imported
+# traces may add others a profiler names (broadcast, reduce, barrier): IMPORTED_COLLECTIVE_KINDS.
+COLLECTIVE_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
+IMPORTED_COLLECTIVE_KINDS = COLLECTIVE_KINDS + ("broadcast", "reduce", "barrier")
 TRACK_KINDS = (
     "tensor",         # Tensor engine: LoadStationary (the Neuron profiler's `Tensor` row)
     "tensor_matrix",  # Tensor engine: MultiplyMoving (`TensorMatrix`)
@@ -204,7 +208,7 @@ COLLECTIVES = TableSpec(
         _c("chip", I32, "", "Chip index of the rank."),
         _c("rank", I32, "", "Rank within the group."),
         _c("group_size", I32, "", "Ranks in the group."),
-        _c("kind", STRING, "", "`all_reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, `send_recv`."),
+        _c("kind", STRING, "", ", ".join(f"`{k}`" for k in COLLECTIVE_KINDS) + "."),
         _c("algorithm", STRING, "", "`ring`, `mesh`, `hierarchical`, ..."),
         _c("op_id", I64, "", "The op that issued it, -1 if none."),
         _c("bytes", I64, "bytes", "Message size per rank (the collective's S)."),

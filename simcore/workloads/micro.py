@@ -19,7 +19,8 @@ MICROBENCHMARKS: dict[str, dict] = {
     "reducescatter": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring reduce-scatter of BYTES per rank over RANKS chips"},
     "alltoall": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "all-to-all of BYTES per rank over RANKS chips (switch)"},
 }
-COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall")
+COLLECTIVES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+               "alltoall": "all_to_all"}   # micro-benchmark -> the collective kind it runs
 
 
 def parse_shape(text: str | tuple | list | None, workload: str) -> tuple[int, ...]:
@@ -82,4 +83,4 @@ def microbenchmark(name: str, shape, dtype: str, *, compute_cores: int, mx_group
         params = dict(shape=[rows, cols], rows=rows, cols=cols)
         display = f"{name} {rows}x{cols}"
         dtype = "bf16"
-    return Workload(name, display, "microbenchmark", dtype, ops, params, None, {0: "benchmark"}, default_cores=1)
+    return Workload(name, display, "microbenchmark", dtype, ops, params, None, {0: "benchmark"})

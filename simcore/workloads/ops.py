@@ -39,7 +39,6 @@ class Workload:
     params: dict[str, Any] = field(default_factory=dict)   # shape parameters, written to meta.json
     phase: str | None = None
     layer_names: dict[int, str] = field(default_factory=dict)
-    default_cores: int | None = None                        # compute cores when the user gives none (None: all)
 
     def meta(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "display": self.display, "kind": self.kind, "dtype": self.dtype}

@@ -12,21 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # numba is a declared dependency; without it the callers fall back to their Python paths
+from simcore.jit import HAVE_NUMBA, njit
+
+if HAVE_NUMBA:  # without numba the callers fall back to their Python paths
     from llvmlite import ir
-    from numba import njit, types
+    from numba import types
     from numba.extending import intrinsic
-
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):  # type: ignore[no-redef]
-        def wrap(f):
-            return f
-
-        return wrap(args[0]) if args and callable(args[0]) else wrap
-
+else:  # pragma: no cover - exercised only where numba is missing
     def intrinsic(f):  # type: ignore[no-redef]
         return f
 
