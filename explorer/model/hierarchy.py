@@ -27,9 +27,10 @@ from explorer.model.bound import classify
 from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.intervals import mean_concurrency, union_length_per_group
 from explorer.model.peaks import Peaks
-from explorer.model.scope import COLLECTIVE_KINDS, Tracks, codes, num, strings
+from explorer.model.scope import Tracks, codes, num, strings
 from explorer.model.table_chunks import TrackRuns, batches, take_rows
 from simcore.errors import UserError
+from simcore.trace.schema import COLLECTIVE_KINDS
 from simcore.trace import Trace
 
 LEVELS = ("model", "layer", "op", "kernel", "instruction")

@@ -33,7 +33,6 @@ DMA_KIND = "dma_queue"
 CC_KIND = "cc"
 KERNEL_KIND = "kernel"
 COUNTER_KIND = "counter"
-COLLECTIVE_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv")
 
 
 def num(table: pa.Table, name: str) -> np.ndarray:

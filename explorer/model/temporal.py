@@ -26,12 +26,11 @@ import pandas as pd
 import pyarrow as pa
 
 from simcore.trace import Trace
+from simcore.trace.schema import IMPORTED_COLLECTIVE_KINDS
 from explorer.model.intervals import union_length
 from explorer.model.scope import Scope
 
-COLLECTIVE_OP_KINDS = frozenset(
-    {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast", "reduce", "barrier"}
-)
+COLLECTIVE_OP_KINDS = frozenset(IMPORTED_COLLECTIVE_KINDS)   # what a simulator or a profiler names a collective
 _COMM_NAME = re.compile(r"nccl|rccl", re.I)
 
 

@@ -1,13 +1,13 @@
 """File > New capture: a form over `simcore.capture`, run off the GUI thread.
 
 The form is built from `simcore.capture.choices()` (presets, models, micro-benchmarks,
-dtypes per preset) and the capture options' declarations (simcore/capture/options.py: their
-help is every editor's tooltip, their choices and defaults fill the editors). Options
-without a hand-made editor (multi-chip parallelism, and whatever the simulator grows
-later) get a generic one in their group's box, so they show up without a change here. Every edit re-runs
-`simcore.capture.resolve` (about a millisecond), the validation `trnx capture` runs,
-and shows its one-sentence error under the form; Run stays disabled until the
-options are valid. The capture runs in a `CaptureWorker` with a progress bar; Cancel
+dtypes per preset) and the capture options' declarations (simcore/capture/options.py:
+their help is every editor's tooltip, their choices and defaults fill the editors).
+Options without a hand-made editor (multi-chip parallelism, and whatever the simulator
+grows later) get a generic one in their group's box, so they show up without a change
+here. Every edit re-runs `simcore.capture.resolve` (about a millisecond), the validation
+`trnx capture` runs, and shows its one-sentence error under the form; Run stays disabled
+until the options are valid. The capture runs in a `CaptureWorker` with a progress bar; Cancel
 leaves nothing on disk; a finished trace is announced with `captured(path)`.
 """
 
@@ -27,8 +27,8 @@ from explorer.ui.capture_extras import OptionEditor
 from explorer.ui.capture_options import (
     capture_options, check_output, format_value, free_path, parse_value, suggest_name, tooltip,
 )
-from simcore.capture.options import DETAIL, WORKLOAD, Option
 from explorer.ui.capture_worker import CaptureWorker
+from simcore.capture.options import DETAIL, WORKLOAD, Option
 from simcore.errors import UserError
 
 PICK_FILE = "\u2026file"  # item data of the "choose a file" entries
