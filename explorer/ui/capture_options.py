@@ -118,7 +118,8 @@ def suggest_name(options: dict[str, Any]) -> str:
         parts.append(str(options["phase"]))
     if options.get("shape"):
         parts.append(re.sub(r"[^0-9]+", "x", str(options["shape"])).strip("x"))
-    parts.append(str(options.get("dtype") or "bf16"))
+    if options.get("dtype"):  # an op graph's own dtype (not given) is not in the name
+        parts.append(str(options["dtype"]))
     return re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(parts)) + ".trnx"
 
 

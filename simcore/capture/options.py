@@ -161,8 +161,8 @@ class CaptureConfig:
                             default=1, given_only=True, group=PARALLEL)
     sequence_parallel: bool | None = option("Norms on tokens / tp with all-gather/reduce-scatter.", kind="switch",
                                             default_text="on for prefill/train with --tp > 1", group=PARALLEL)
-    microbatches: int | None = option("Microbatches per data-parallel replica.", kind="int",
-                                      default_text="the largest divisor of the replica's batch up to --pp",
+    microbatches: int | None = option("Microbatches per data-parallel replica (not given: the largest divisor of "
+                                      "its batch up to --pp).", kind="int", default_text="up to --pp",
                                       group=PARALLEL)
     jitter: str | float | None = option("Per-rank compute jitter, e.g. 2% (seeded).", default_text="0%",
                                         group=PARALLEL)
@@ -176,8 +176,8 @@ class CaptureConfig:
     # -- running
     cc_algorithm: str = option("Collective algorithm (a preference where it applies).", kind="choice",
                                choices=ALGORITHMS, default="auto", group=RUN, label="CC algorithm")
-    workers: int | None = option("Processes simulating chips.", kind="int",
-                                 default_text="auto, up to the machine's idle cores", group=RUN, recorded=False)
+    workers: int | None = option("Processes simulating chips (auto: up to the machine's idle cores).", kind="int",
+                                 default_text="auto", group=RUN, recorded=False)
     seed: int = option("Seed (MoE routing, jitter); same seed, same trace.", kind="int", default=0, group=DETAIL)
     overwrite: bool = option("Replace an existing trace at --output.", kind="flag", default=False, group=RUN,
                              recorded=False)

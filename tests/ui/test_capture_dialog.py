@@ -206,6 +206,7 @@ def test_an_op_graph_keeps_its_own_dtype_unless_the_user_picks_one(qtbot, tmp_pa
     qtbot.addWidget(dialog)
     dialog.show()
     assert dialog.dtype.currentText() == FROM_FILE and "dtype" not in dialog.options()
+    assert dialog.output_path().name == "fp8.trnx"  # no dtype in the name it was not given
     assert dialog.validate(), dialog.error_label.text()
     dialog.dtype.setFocus()
     QTest.keyClick(dialog.dtype, Qt.Key_Down)  # the next entry: bf16
