@@ -12,7 +12,7 @@ Every delta is b - a; ratio is b / a (below 1: B is faster).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,6 +20,7 @@ import pandas as pd
 
 from explorer.model.hierarchy import Hierarchy
 from explorer.model.metrics import METRICS
+from explorer.model.name_diff import is_measured, name_deltas
 from explorer.model.scope import ENGINES, Scope, Tracks, num, strings
 from explorer.model.summary import Summary, summarize
 from simcore.trace import Trace
@@ -38,6 +39,13 @@ class TraceDiff:
     engines: pd.DataFrame  # engine, a_active_ns, b_active_ns, delta_ns, a_percent, b_percent, delta_percent
     ops: pd.DataFrame  # key, path, occurrence, level, kind, a_op_id, b_op_id, a_dur_ns, b_dur_ns, delta_ns, ratio, status
     kernels: pd.DataFrame  # op_key, name, a_count, b_count, a_time_ns, b_time_ns, delta_ns, ratio, a_max_ns, b_max_ns, status
+    by_name: pd.DataFrame = field(default_factory=pd.DataFrame)  # explorer.model.name_diff: level, name, counts, times, delta, ratio
+    measured: tuple[bool, bool] = (False, False)  # whether A, B are measured (not simulations)
+
+    @property
+    def measured_vs_simulated(self) -> bool:
+        """One trace measured, the other simulated: align by name (the loop that finds where the simulator is wrong)."""
+        return self.measured[0] != self.measured[1]
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
         """JSON-ready; `top` keeps the ops and kernels with the largest |delta| only."""
@@ -52,6 +60,8 @@ class TraceDiff:
             "engines": [{k: _clean(v) for k, v in r.items()} for r in self.engines.to_dict("records")],
             "ops": records(self.ops),
             "kernels": records(self.kernels),
+            "measured": {"a": self.measured[0], "b": self.measured[1]},
+            "by_name": records(self.by_name),
         }
 
 
@@ -197,6 +207,8 @@ def diff(a: Trace, b: Trace, *, scope: Scope | None = None, summary_a: Summary |
         ops=op_deltas(ka, kb),
         kernels=kernel_deltas(_kernel_groups(ha, op_keys(ha) if scoped else ka, ra),
                               _kernel_groups(hb, op_keys(hb) if scoped else kb, rb)),
+        by_name=name_deltas(a, b, ra, rb),
+        measured=(is_measured(a), is_measured(b)),
     )
 
 

@@ -75,6 +75,17 @@ OP_COLUMNS = (
     F.Column("ratio", "B / A", F.ratio),
     F.Column("status", "status", tip="matched, only_a or only_b"),
 )
+BY_NAME_COLUMNS = (
+    F.Column("level", "level", tip="layer, op or kernel: each level is aligned by name (explorer.model.name_diff)."),
+    F.Column("name", "name"),
+    F.Column("a_count", "A count", F.count),
+    F.Column("b_count", "B count", F.count),
+    F.Column("a_time_ns", "A time", F.ns, "Summed over every row of that level with that name."),
+    F.Column("b_time_ns", "B time", F.ns),
+    F.Column("delta_ns", "B \u2212 A", F.signed_ns, colour=_time_colour),
+    F.Column("ratio", "B / A", F.ratio, "Simulated / measured when A is a measurement and B a simulation."),
+    F.Column("status", "status", tip="matched, only_a or only_b"),
+)
 KERNEL_COLUMNS = (
     F.Column("op_key", "op", tip="The matched op's key."),
     F.Column("name", "kernel"),
@@ -171,12 +182,14 @@ class QtCompare(QMainWindow):
         self.engines = F.FrameTableModel(ENGINE_COLUMNS, self)
         self.ops = F.FrameTableModel(OP_COLUMNS, self)
         self.kernels = F.FrameTableModel(KERNEL_COLUMNS, self)
+        self.by_name = F.FrameTableModel(BY_NAME_COLUMNS, self)
         self.tabs = QTabWidget()
         self.tabs.setObjectName("compare-tabs")
         self.views = {}
         for model, name, title in ((self.metrics, "compare-metrics", "Summary metrics"),
                                    (self.engines, "compare-engines", "Engines"),
-                                   (self.ops, "compare-ops", "Ops"), (self.kernels, "compare-kernels", "Kernels")):
+                                   (self.ops, "compare-ops", "Ops"), (self.kernels, "compare-kernels", "Kernels"),
+                                   (self.by_name, "compare-by-name", "By name")):
             view = F.make_table(model, name)
             self.views[name] = view
             self.tabs.addTab(view, title)
@@ -244,6 +257,9 @@ class QtCompare(QMainWindow):
         self.engines.set_frame(d.engines)
         self.ops.set_frame(d.ops)
         self.kernels.set_frame(d.kernels)
+        self.by_name.set_frame(d.by_name)
+        if d.measured_vs_simulated:  # where the simulator is wrong: names, not positions, line the two up
+            self.tabs.setCurrentWidget(self.views["compare-by-name"])
         self.headline.setText(self._headline_text(d))
         self.ready.emit()
 
@@ -259,6 +275,13 @@ class QtCompare(QMainWindow):
             parts.append(f"{name.replace('_', ' ')} <b>{format_metric(r['a'], unit)}</b> \u2192 "
                          f"<b>{format_metric(r['b'], unit)}</b>{ratio}")
         matched = int((d.ops["status"] == "matched").sum())
+        if d.measured_vs_simulated:
+            which = {True: "measured", False: "simulated"}
+            named = d.by_name[d.by_name["level"] == "op"]
+            return (f"B = {self.b_path.name} ({which[d.measured[1]]}) against A = {self.a.path.name} "
+                    f"({which[d.measured[0]]}): " + "; ".join(parts)
+                    + f". {int((named['status'] == 'matched').sum())} of {len(named)} op names in both; "
+                    "By name lists them largest difference first.")
         return (f"B = {self.b_path.name} against A = {self.a.path.name}: " + "; ".join(parts)
                 + f". {matched} of {len(d.ops)} ops matched. Click an op or kernel row to line both timelines up on it.")
 

@@ -56,7 +56,7 @@ def test_metrics_a_kernel_level_trace_cannot_compute_read_n_a_not_nan(tmp_path):
 
 def test_json_has_every_table_and_top_limits_rows(pair):
     r = json.loads(trnx("diff", *pair, "--json").stdout)
-    assert set(r) == {"a", "b", "metrics", "engines", "ops", "kernels"}
+    assert set(r) == {"a", "b", "metrics", "engines", "ops", "kernels", "measured", "by_name"}
     ops = {o["key"]: o for o in r["ops"]}
     assert ops["* / layer 0 / attention.qkv_proj #0"]["delta_ns"] == -1000
     vec = next(e for e in r["engines"] if e["engine"] == "vector")

@@ -36,3 +36,30 @@ def test_view_opens_a_profile_directory_directly(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "first frame rendered" in r.stdout
     assert sorted(p.name for p in (tmp_path / "prof").iterdir()) == ["rank_0"]  # nothing written beside the profile
+
+
+def test_compare_window_aligns_measured_and_simulated_by_name(qtbot, monkeypatch, tmp_path: Path) -> None:
+    """File > Compare with...: a measured profile (A) against the simulation (B) opens on the By name tab,
+    the op the measurement made slower first."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from explorer.export import FORMATS
+    from interop.test_measured_vs_simulated import SIM, SLOW, as_measured
+    from simcore.trace import open_trace
+    from ui.analysis_helpers import open_ready
+
+    FORMATS["neuron-explorer"](open_trace(SIM), tmp_path / "prof", {})
+    as_measured(tmp_path / "prof")
+    import_neuron_profile([tmp_path / "prof"], tmp_path / "measured.trnx")
+    w, p = open_ready(qtbot, tmp_path / "measured.trnx")
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(SIM)))
+    file_menu = w.menuBar().actions()[0].menu()
+    next(a for a in file_menu.actions() if a.objectName() == "action-compare").trigger()
+    view = p.compare_windows[0]
+    qtbot.addWidget(view)
+    qtbot.waitUntil(lambda: view.diff is not None, timeout=60_000)
+    assert view.tabs.currentWidget() is view.views["compare-by-name"]
+    assert "(measured)" in view.headline.text() and "(simulated)" in view.headline.text()
+    model = view.by_name
+    first_op = next(model.record(r) for r in range(model.rowCount()) if model.record(r)["level"] == "op" and model.record(r)["status"] == "matched")
+    assert first_op["name"] == SLOW and first_op["ratio"] < 0.5
