@@ -163,19 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/cli.md is out of date instead of writing it")
     ap.add_argument("--output", type=Path, default=DOC, help="where to write (default docs/cli.md)")
     args = ap.parse_args(argv)
-    text = generate()
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is out of date; run python -m explorer.cli.docgen", file=sys.stderr)
-            return 1
-        return 0
-    from simcore.atomic import atomic_path
+    from simcore.docfile import write_or_check
 
-    with atomic_path(args.output) as tmp:
-        Path(tmp).write_text(text, encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+    return write_or_check(args.output, generate(), args.check, "python -m explorer.cli.docgen")
 
 
 if __name__ == "__main__":

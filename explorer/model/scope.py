@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from simcore.errors import UserError
+from simcore.textlists import int_list
 from simcore.trace import Trace
 
 # Track kind -> the engine it belongs to (both Tensor rows are the tensor engine).
@@ -282,7 +283,7 @@ def parse_ids(text: str | None, flag: str, noun: str) -> tuple[int, ...] | None:
     if text is None or not str(text).strip():
         return None
     try:
-        ids = [int(x) for x in str(text).split(",") if x.strip()]
+        ids = int_list(text)
     except ValueError:
         ids = [-1]
     if not ids or min(ids) < 0:

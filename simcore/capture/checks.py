@@ -9,6 +9,7 @@ import numpy as np
 
 from simcore.capture.options import DEFAULT_CONTEXT, CaptureConfig, default_of, flag_of
 from simcore.errors import ConfigError
+from simcore.textlists import int_list
 from simcore.workloads import MODELS, PHASES
 from simcore.workloads.models import ModelConfig
 
@@ -28,7 +29,7 @@ def parse_index_list(value: Any, n: int, flag: str, noun: str, example: str, sco
         if text == "all":
             return list(range(n))
         try:
-            picked = [int(x) for x in text.split(",") if x.strip()]
+            picked = int_list(text)
         except ValueError:
             raise ConfigError(f"{flag} '{value}' must be 'all' or {noun} numbers like {example}.") from None
     elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from simcore.capture.options import GROUP_TITLES, OPTIONS, Option
+from simcore.docfile import write_or_check
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "simulator.md"
 BEGIN = "<!-- BEGIN GENERATED OPTIONS (python -m simcore.capture.docgen) -->"
@@ -61,18 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if BEGIN not in text or END not in text:
         print(f"{args.output} has no {BEGIN} ... {END} block", file=sys.stderr)
         return 1
-    new = replaced(text)
-    if args.check:
-        if new != text:
-            print(f"{args.output} is out of date; run python -m simcore.capture.docgen", file=sys.stderr)
-            return 1
-        return 0
-    from simcore.atomic import atomic_path
-
-    with atomic_path(args.output) as tmp:
-        Path(tmp).write_text(new, encoding="utf-8")
-    print(f"wrote {args.output}")
-    return 0
+    return write_or_check(args.output, replaced(text), args.check, "python -m simcore.capture.docgen")
 
 
 if __name__ == "__main__":
