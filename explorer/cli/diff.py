@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from explorer.cli.scope_options import pop_scope, scope_options
-from explorer.cli.summary import format_value
+from explorer.model.metrics import format_metric
 from explorer.model.units import format_ns
 
 TOP = 15
@@ -67,12 +67,12 @@ def diff(a: str, b: str, as_json: bool, top: int, align: str, **selection: Any) 
         if r["a"] is None and r["b"] is None:
             continue
         flag = {"a": "  (A better)", "b": "  (B better)"}.get(r["better"], "")
-        click.echo(f"{r['metric']:<36} {format_value(r['a'], r['unit']):>16} {format_value(r['b'], r['unit']):>16} "
+        click.echo(f"{r['metric']:<36} {format_metric(r['a'], r['unit']):>16} {format_metric(r['b'], r['unit']):>16} "
                    f"{_ratio(r['ratio']):>9}{flag}")
     click.echo(f"\n{'engine':<8} {'A active':>12} {'B active':>12} {'delta':>12} {'A %':>8} {'B %':>8}")
     for r in d.engines.to_dict("records"):
-        click.echo(f"{r['engine']:<8} {format_value(r['a_active_ns'], 'ns'):>12} {format_value(r['b_active_ns'], 'ns'):>12} "
-                   f"{_signed_ns(r['delta_ns']):>12} {format_value(r['a_percent'], '%'):>8} {format_value(r['b_percent'], '%'):>8}")
+        click.echo(f"{r['engine']:<8} {format_metric(r['a_active_ns'], 'ns'):>12} {format_metric(r['b_active_ns'], 'ns'):>12} "
+                   f"{_signed_ns(r['delta_ns']):>12} {format_metric(r['a_percent'], '%'):>8} {format_metric(r['b_percent'], '%'):>8}")
     if by_name:
         print_by_name(d.by_name, top)
         return
@@ -88,8 +88,8 @@ def diff(a: str, b: str, as_json: bool, top: int, align: str, **selection: Any) 
         worst = changed.reindex(changed["delta_ns"].abs().sort_values(ascending=False, kind="stable").index).head(top)
         for r in worst.to_dict("records"):
             name = f"{r['path']} #{r['occurrence']}" if label == "key" else f"{r['op_key']} :: {r['name']}"
-            a_v = format_value(r[a_col], "ns")
-            b_v = format_value(r[b_col], "ns")
+            a_v = format_metric(r[a_col], "ns")
+            b_v = format_metric(r[b_col], "ns")
             click.echo(f"  {_signed_ns(r['delta_ns']):>11} {a_v:>11} -> {b_v:<11} {_ratio(r['ratio']):>8}  {name}")
 
 
@@ -106,5 +106,5 @@ def print_by_name(frame, top: int) -> None:
         click.echo(f"  {'B - A':>11} {'A time':>11}    {'B time':<11} {'B/A':>8} {'count A/B':>11}  name")
         for r in rows.head(top).to_dict("records"):
             counts = f"{r['a_count']}/{r['b_count']}"
-            click.echo(f"  {_signed_ns(r['delta_ns']):>11} {format_value(r['a_time_ns'], 'ns'):>11} -> "
-                       f"{format_value(r['b_time_ns'], 'ns'):<11} {_ratio(r['ratio']):>8} {counts:>11}  {r['name']}")
+            click.echo(f"  {_signed_ns(r['delta_ns']):>11} {format_metric(r['a_time_ns'], 'ns'):>11} -> "
+                       f"{format_metric(r['b_time_ns'], 'ns'):<11} {_ratio(r['ratio']):>8} {counts:>11}  {r['name']}")

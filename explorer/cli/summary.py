@@ -22,9 +22,6 @@ from explorer.model.units import format_bytes, format_ns
 TOP_COLLECTIVES = 5
 
 
-format_value = format_metric  # the same formatting as the GUI's summary panel
-
-
 def build_report(path: str, scope: Scope, per_chip: bool, recommendations: bool) -> dict[str, Any]:
     """Everything `trnx summary` prints, as plain data (what `--json` emits)."""
     from explorer.model.collective_stats import collective_table
@@ -76,7 +73,7 @@ def print_report(r: dict[str, Any]) -> None:
     for group in GROUPS:
         click.echo(f"\n{group}")
         for spec in (s for s in METRICS if s.group == group):
-            value = format_value(m[spec.name], spec.unit)
+            value = format_metric(m[spec.name], spec.unit)
             note = f"  ({why[spec.name].rstrip('.')})" if spec.name in why else ""
             click.echo(f"  {spec.name:<36} {value:>16}{note}")
     coll = r["collectives"]
@@ -115,8 +112,8 @@ def print_profile_summary(rows: list[dict[str, Any]]) -> None:
     click.echo(f"  {'chip':>4} {'Neuron field':<36} {'profile':>16} {'ours':>16}")
     for r in rows:
         flag = "  DISAGREES" if r["disagrees"] else ""
-        click.echo(f"  {r['chip']:>4} {r['field']:<36} {format_value(r['profile'], r['unit']):>16} "
-                   f"{format_value(r['ours'], r['unit']):>16}{flag}")
+        click.echo(f"  {r['chip']:>4} {r['field']:<36} {format_metric(r['profile'], r['unit']):>16} "
+                   f"{format_metric(r['ours'], r['unit']):>16}{flag}")
     if bad:
         click.echo("  disagreements: " + "; ".join(f"chip {r['chip']} {r['field']}" for r in bad))
 
@@ -166,7 +163,7 @@ def summary(trace: str, as_json: bool, chip: tuple[int, ...], per_chip: bool, no
                    ("hbm_bandwidth_gbps", "HBM"), ("collective_wait_ns", "collective wait"))
         click.echo("  chip " + " ".join(f"{label:>15}" for _, label in columns))
         for chip, m in report["per_chip"].items():
-            cells = [format_value(m[n], next(s.unit for s in METRICS if s.name == n)) for n, _ in columns]
+            cells = [format_metric(m[n], next(s.unit for s in METRICS if s.name == n)) for n, _ in columns]
             click.echo(f"  {chip:>4} " + " ".join(f"{c:>15}" for c in cells))
 
 

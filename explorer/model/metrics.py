@@ -118,3 +118,11 @@ def format_metric(value: Any, unit: str) -> str:
     if unit == "FLOP/byte":
         return f"{value:.4g} FLOP/B"
     return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
+
+
+def format_quantity(value: float, unit: str) -> str:
+    """A counter sample in its unit (4.9 TB/s, 32 MiB, 87 %, 3.1 W): `format_metric`'s text for
+    the units it knows, the number and the unit for any other."""
+    if unit in ("ns", "bytes", "GB/s", "%", "FLOP", "TFLOPS", "FLOP/byte"):
+        return format_metric(value, unit)
+    return f"{value:.4g} {unit}".rstrip()

@@ -113,7 +113,7 @@ class AnalysisExport:
     def export_selection(self, path: str | os.PathLike[str] | None = None) -> Path | None:
         def go():
             a = self._need_analysis()
-            area = self.window.timeline.area
+            area = self.window.view.area
             nodes = self.panels.operators.selected_nodes()
             if not is_area(area) and not nodes:
                 raise UserError("nothing is selected: Shift+drag an area on the timeline or select rows in the "

@@ -99,7 +99,7 @@ class AnalysisPanels(QObject):
         self.export_menu = export
 
     def _wire(self) -> None:
-        w, s, tl = self.window, self.session, self.window.timeline
+        w, s, view = self.window, self.session, self.window.view
         w.trace_loaded.connect(self._trace_shown)
         if hasattr(w, "trace_closed"):
             w.trace_closed.connect(lambda: s.start(None))
@@ -108,10 +108,10 @@ class AnalysisPanels(QObject):
         s.busy_changed.connect(self.summary.set_busy)
         s.busy_changed.connect(self.recommendations.set_busy)
         s.busy_changed.connect(lambda busy: busy and self.operators.status.setText("analysing the trace\u2026"))
-        s.node_selected.connect(self._show_node)
-        tl.visible_range_changed.connect(self.summary.set_range)
-        tl.area_changed.connect(self.summary.show_area)
-        tl.event_selected.connect(self._event_selected)
+        view.node_changed.connect(self._show_node)
+        view.viewport.changed.connect(self.summary.set_range)
+        view.area_changed.connect(self.summary.show_area)
+        view.selection_changed.connect(self._event_selected)
         self.operators.node_selected.connect(s.select_node)
         self.operators.node_activated.connect(lambda node: self._guard(s.go_to_node, node))
         self.dependencies.jump.connect(lambda node: self._guard(s.go_to_node, node))
@@ -133,12 +133,12 @@ class AnalysisPanels(QObject):
         self.recommendations.set_recommendations(analysis.recommendations if analysis else None)
         if analysis is not None:
             self.raise_defaults()
-            tl = self.window.timeline
-            self.summary.set_range(tl.viewport.t0, tl.viewport.t1)
-            if tl.area is not None:
-                self.summary.show_area(tl.area)
-            if tl.selected is not None:
-                self._event_selected(tl.selected)
+            view = self.window.view
+            self.summary.set_range(view.viewport.t0, view.viewport.t1)
+            if view.area is not None:
+                self.summary.show_area(view.area)
+            if view.selected is not None:
+                self._event_selected(view.selected)
 
     def _event_selected(self, ref: EventRef | None) -> None:
         a = self.session.analysis

@@ -28,6 +28,7 @@ from explorer.model.recommendations import Link, Recommendation, recommend
 from explorer.model.selection import area_scope
 from explorer.model.summary import Summary, summarize_trace_and_chips
 from explorer.model.trace_index import EventRef, TraceIndex
+from explorer.model.view_state import ViewState
 from simcore.errors import UserError
 
 NODE_LEVELS = ("op", "kernel", "instruction", "dma")
@@ -175,31 +176,35 @@ class Latest:
 
 
 class AnalysisSession(QObject):
-    """The analysis state of a main window: the current trace's `TraceAnalysis` and node.
+    """The analysis side of a main window: the current trace's `TraceAnalysis`, computed off
+    the GUI thread; the current node lives in the window's view state (`view.node`,
+    `view.node_changed`: "op:3", "kernel:7", "instruction:12", "dma:5").
 
     Signals: `ready(TraceAnalysis | None)` when a trace's analyses are computed (None:
-    closed), `failed(message)`, `node_selected(node)` when a panel or the timeline
-    selects an operator-tree node ("op:3", "kernel:7", "instruction:12", "dma:5").
+    closed), `failed(message)`, `busy_changed(busy)`.
     """
 
     ready = Signal(object)
     failed = Signal(str)
-    node_selected = Signal(str)
     busy_changed = Signal(bool)
 
     def __init__(self, window) -> None:
         super().__init__(window)
         self.window = window
+        self.view: ViewState = window.view
         self.analysis: TraceAnalysis | None = None
-        self.node: str | None = None
         self._load = Latest()
         self.computing = False
+
+    @property
+    def node(self) -> str | None:
+        """The current operator-tree node (the view state's)."""
+        return self.view.node
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self, index: TraceIndex | None) -> None:
         """Analyse a newly shown trace (None: the trace was closed)."""
         self.analysis = None
-        self.node = None
         if index is None:
             self._load.cancel()
             self._set_busy(False)
@@ -225,8 +230,7 @@ class AnalysisSession(QObject):
         """Make `node` the current one (panels follow); does not move the timeline."""
         if self.analysis is None or not node:
             return
-        self.node = node
-        self.node_selected.emit(node)
+        self.view.set_node(node)
 
     # -- driving the timeline --------------------------------------------------------
     def go_to_node(self, node: str) -> None:
@@ -238,13 +242,12 @@ class AnalysisSession(QObject):
         t0, t1 = h.time_range(node)
         tracks = h.track_ids(node)
         self._zoom(t0, t1, tracks[0] if tracks else None)
-        tl = self.window.timeline
         ref = a.ref_of_node(node)
         if ref is not None:
-            tl.set_area(None)
-            tl.select(ref, reveal=False)
+            self.view.set_area(None)
+            self.view.select(ref)
         else:
-            tl.set_area(area_scope(tracks, t0, t1) if tracks else None)
+            self.view.set_area(area_scope(tracks, t0, t1) if tracks else None)
         self.select_node(node)
 
     def go_to_event(self, event_id: int) -> None:
@@ -268,9 +271,8 @@ class AnalysisSession(QObject):
                 self._zoom(link.t0, link.t1, link.track_ids[0] if link.track_ids else None)
             return
         self._zoom(link.t0, link.t1, link.track_ids[0] if link.track_ids else None)
-        tl = self.window.timeline
-        tl.select(None)
-        tl.set_area(area_scope(link.track_ids, link.t0, link.t1) if link.track_ids else None)
+        self.view.select(None)
+        self.view.set_area(area_scope(link.track_ids, link.t0, link.t1) if link.track_ids else None)
 
     def _zoom(self, t0: float, t1: float, track_id: int | None) -> None:
         pad = max((t1 - t0) * 0.05, 20.0)

@@ -29,6 +29,7 @@ from explorer.model.units import format_ns
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import run_in_background
 from explorer.ui.loader import LoadedTrace, TraceLoader
+from explorer.model.view_state import ViewState
 from explorer.ui.timeline import TimelineWidget
 
 BETTER = QColor("#98c379")
@@ -128,7 +129,8 @@ class _Side(QWidget):
         super().__init__(parent)
         self.caption = QLabel(tag)
         self.caption.setObjectName(f"compare-caption-{tag[0].lower()}")
-        self.timeline = TimelineWidget(self)
+        self.view = ViewState()  # each side has its own view; _sync links their viewports
+        self.timeline = TimelineWidget(self, self.view)
         self.timeline.setObjectName(f"compare-timeline-{tag[0].lower()}")
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -214,13 +216,20 @@ class QtCompare(QMainWindow):
         lay.addWidget(split, 1)
         self.setCentralWidget(central)
 
-        self.side_a.timeline.viewport.changed.connect(lambda: self._sync(self.side_a, self.side_b))
-        self.side_b.timeline.viewport.changed.connect(lambda: self._sync(self.side_b, self.side_a))
+        # bound methods: the view states hold them weakly, so closing the window frees it
+        self.side_a.view.viewport.changed.connect(self._follow_a)
+        self.side_b.view.viewport.changed.connect(self._follow_b)
 
-        self.loader = TraceLoader(self.b_path, self.side_a.timeline.colour_mode, self)
+        self.loader = TraceLoader(self.b_path, self.side_a.view.colour_mode, self)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._failed)
         self.loader.start()
+
+    def _follow_a(self) -> None:
+        self._sync(self.side_a, self.side_b)
+
+    def _follow_b(self) -> None:
+        self._sync(self.side_b, self.side_a)
 
     # -- loading -------------------------------------------------------------------
     def _loaded(self, result: LoadedTrace) -> None:
@@ -290,14 +299,14 @@ class QtCompare(QMainWindow):
         if self._syncing or not self.link.isChecked() or self.b is None:
             return
         off, scale = self.map
-        vp = src.timeline.viewport
+        vp = src.view.viewport
         if src is self.side_a:
             t0, t1 = off + scale * vp.t0, off + scale * vp.t1
         else:
             t0, t1 = (vp.t0 - off) / scale, (vp.t1 - off) / scale
         self._syncing = True
         try:
-            dst.timeline.viewport.set_range(t0, t1)
+            dst.view.viewport.set_range(t0, t1)
         finally:
             self._syncing = False
 
@@ -318,8 +327,8 @@ class QtCompare(QMainWindow):
         pad_a = max((a1 - a0) * 0.05, 20.0)
         self._syncing = True
         try:
-            self.side_a.timeline.viewport.set_range(a0 - pad_a, a1 + pad_a)
-            self.side_b.timeline.viewport.set_range(b0 - pad_a * scale, b1 + pad_a * scale)
+            self.side_a.view.viewport.set_range(a0 - pad_a, a1 + pad_a)
+            self.side_b.view.viewport.set_range(b0 - pad_a * scale, b1 + pad_a * scale)
         finally:
             self._syncing = False
 

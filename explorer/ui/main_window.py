@@ -5,11 +5,12 @@ Adding a panel (see explorer/ui/README.md): build a QWidget that shows some
 
     window.add_panel("Summary", widget, area=Qt.RightDockWidgetArea)
 
-and connect it to the window's signals: `trace_loaded(LoadedTrace)` (a new trace
-is shown), `timeline.event_selected(EventRef | None)`,
-`timeline.visible_range_changed(t0, t1)` and `timeline.area_changed(Scope
-| None)`. Drive the timeline with `window.zoom_to(t0, t1, track_id)` and
-`window.highlight(ref)`.
+and subscribe it to `trace_loaded(LoadedTrace)` (a new trace is shown) and to the
+window's view state, `window.view` (explorer.model.view_state.ViewState):
+`selection_changed(EventRef | None)`, `viewport.changed(t0, t1)`,
+`area_changed(Scope | None)`, `colour_mode_changed(mode)`, `node_changed(node)`.
+Drive the view with `window.zoom_to(t0, t1, track_id)`, `window.highlight(ref)` or
+the state's own setters.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from explorer.model.trace_index import COLOUR_MODES, EventRef
 from explorer.model.units import format_ns
+from explorer.model.view_state import ViewState
 from explorer.ui import gc_guard
 from explorer.ui.collective_waits_view import QtCollectiveWaits
 from explorer.ui.details_view import QtEventDetails
@@ -76,7 +78,8 @@ class MainWindow(QMainWindow):
         self.panels: dict[str, QDockWidget] = {}
         self.show_error_dialogs = True  # False: failures only emit load_failed (scripts, smoke tests)
 
-        self.timeline = TimelineWidget(self)
+        self.view = ViewState()  # what every widget of this window shows (explorer.model.view_state)
+        self.timeline = TimelineWidget(self, self.view)
         self.setCentralWidget(self.timeline)
         self.details = QtEventDetails()
         self.selection_summary = QtSelectionSummary()
@@ -98,14 +101,14 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.panels["Utilisation"]], [230], Qt.Vertical)
         self._build_menus()
 
-        tl = self.timeline
-        tl.event_selected.connect(self.details.show_event)
-        tl.event_selected.connect(lambda ref: ref is not None and self.panels["Details"].raise_())
-        tl.area_changed.connect(self._area_changed)
-        tl.visible_range_changed.connect(self.utilisation.set_range)
-        tl.visible_range_changed.connect(self.collective_waits.set_range)
-        tl.visible_range_changed.connect(self._show_range)
-        tl.colour_mode_changed.connect(lambda m: self.legend.show_colours(tl.index, m))
+        tl, view = self.timeline, self.view
+        view.selection_changed.connect(self.details.show_event)
+        view.selection_changed.connect(self._raise_details)
+        view.area_changed.connect(self._area_changed)
+        view.viewport.changed.connect(self.utilisation.set_range)
+        view.viewport.changed.connect(self.collective_waits.set_range)
+        view.viewport.changed.connect(self._show_range)
+        view.colour_mode_changed.connect(self._show_legend)
         self.details.jump_requested.connect(self.highlight)
         self.collective_waits.jump_requested.connect(self.highlight)
         self.search.hit_selected.connect(self.highlight)
@@ -142,7 +145,7 @@ class MainWindow(QMainWindow):
         open_act.triggered.connect(self.choose_trace)
         fit = bar.addAction("Fit")
         fit.setToolTip("Show the whole trace (F fits the selection)")
-        fit.triggered.connect(lambda: self.timeline.viewport.fit())
+        fit.triggered.connect(lambda: self.view.viewport.fit())
         bar.addSeparator()
         bar.addWidget(QLabel(" Colour by "))
         self.colour_combo = QComboBox()
@@ -184,7 +187,7 @@ class MainWindow(QMainWindow):
         quit_act = file_menu.addAction("&Quit", self.close)
         quit_act.setShortcut(QKeySequence.Quit)
         self.view_menu = m.addMenu("&View")
-        fit = self.view_menu.addAction("Fit whole trace", lambda: self.timeline.viewport.fit())
+        fit = self.view_menu.addAction("Fit whole trace", lambda: self.view.viewport.fit())
         fit.setShortcut(QKeySequence("Home"))
         self.view_menu.addAction("Fold all groups", lambda: self._fold(True))
         self.view_menu.addAction("Unfold all groups", lambda: self._fold(False))
@@ -228,7 +231,7 @@ class MainWindow(QMainWindow):
         """Load a trace in a worker thread; progress shows in the status bar."""
         self.cancel_loading()
         path = Path(path)
-        loader = self.loader = TraceLoader(path, self.timeline.colour_mode, self)
+        loader = self.loader = TraceLoader(path, self.view.colour_mode, self)
         loader.progressed.connect(self._progress)
         loader.loaded.connect(self._loaded)
         loader.failed.connect(self._failed)
@@ -291,7 +294,7 @@ class MainWindow(QMainWindow):
         self.collective_waits.set_index(index)
         self.utilisation.set_model(result.utilisation if result else None, float(index.span[0]) if index else 0.0)
         self.timeline.set_index(index)
-        self.legend.show_colours(index, self.timeline.colour_mode)
+        self.legend.show_colours(index, self.view.colour_mode)
         if result is None:
             self.setWindowTitle("Trn3 Explorer")
             self.trace_closed.emit()
@@ -303,8 +306,8 @@ class MainWindow(QMainWindow):
         self.recent.add(result.path)
         self.statusBar().showMessage(f"{index.event_count:,} events, {format_ns(index.span[1] - index.span[0])}", 8000)
         self.timeline.canvas.setFocus()  # W/A/S/D work right away
-        self.utilisation.set_range(self.timeline.viewport.t0, self.timeline.viewport.t1)
-        self.collective_waits.set_range(self.timeline.viewport.t0, self.timeline.viewport.t1)
+        self.utilisation.set_range(self.view.viewport.t0, self.view.viewport.t1)
+        self.collective_waits.set_range(self.view.viewport.t0, self.view.viewport.t1)
         self.trace_loaded.emit(result)
 
     def close_trace(self) -> None:
@@ -318,15 +321,22 @@ class MainWindow(QMainWindow):
     def highlight(self, ref: EventRef) -> None:
         self.timeline.highlight(ref)
 
+    def _raise_details(self, ref: EventRef | None) -> None:
+        if ref is not None:
+            self.panels["Details"].raise_()
+
+    def _show_legend(self, mode: str) -> None:
+        self.legend.show_colours(self.view.index, mode)
+
     def _area_changed(self, sel) -> None:
         self.selection_summary.show_selection(sel)
         if sel is not None:
             self.panels["Selection"].raise_()
 
     def _show_range(self, t0: float, t1: float) -> None:
-        if self.timeline.index is None:
+        if self.view.index is None:
             return
-        o = self.timeline.origin
+        o = self.view.origin
         self.range_label.setText(f"view {format_ns(t0 - o)} \u2013 {format_ns(t1 - o)}  ({format_ns(t1 - t0)})")
 
     # -- drag and drop -----------------------------------------------------------------

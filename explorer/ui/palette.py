@@ -73,3 +73,21 @@ def apply_dark_theme(app: QApplication) -> None:
     p.setColor(QPalette.PlaceholderText, TEXT_DIM)
     p.setColor(QPalette.Link, ACCENT)
     app.setPalette(p)
+
+
+class CategoryColours:
+    """The QColors of the view's colour categories (and their RGB array for numpy blending),
+    kept in step with the view state's colour mode and trace."""
+
+    def __init__(self, state) -> None:  # state: explorer.model.view_state.ViewState
+        self.state = state
+        self.colours: list[QColor] = []
+        self.rgb = rgb_array([])
+        state.index_changed.connect(self.refresh)
+        state.colour_mode_changed.connect(self.refresh)
+        self.refresh()
+
+    def refresh(self) -> None:
+        codes = self.state.colour_codes
+        self.colours = category_colours(codes.names) if codes is not None else []
+        self.rgb = rgb_array(self.colours)

@@ -15,7 +15,8 @@ from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
-from explorer.ui.track_canvas import GUTTER, TrackCanvas
+from explorer.ui.canvas_layers import GUTTER
+from explorer.ui.track_canvas import TrackCanvas
 
 MAX_DRAWN = 4000
 
@@ -69,9 +70,9 @@ class QtPathOverlay(QWidget):
         return len(self.track)
 
     def paintEvent(self, event) -> None:  # noqa: N802
-        if not len(self.track) or self.canvas.timeline.index is None:
+        if not len(self.track) or self.canvas.state.index is None:
             return
-        vp = self.canvas.timeline.viewport
+        vp = self.canvas.state.viewport
         seen = np.flatnonzero((self.end >= vp.t0) & (self.start <= vp.t1))
         # keep the links into and out of the visible part
         if len(seen):

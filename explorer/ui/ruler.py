@@ -1,51 +1,27 @@
-"""The time axis above the timeline: ticks in ns / us / ms from trace start."""
+"""The time axis above the timeline: ticks in ns / us / ms from trace start; drag on it to zoom."""
 
 from __future__ import annotations
-
-import math
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
+from explorer.model.time_axis import TICK_PX, tick_label, tick_step, tick_times
 from explorer.model.units import format_ns
+from explorer.model.view_state import ViewState
 from explorer.ui import palette as P
-from explorer.ui.track_canvas import DRAG_PX, GUTTER
-
-if TYPE_CHECKING:
-    from explorer.ui.timeline import TimelineWidget
-
-TICK_PX = 110  # about one labelled tick per this many pixels
-
-
-def nice_step(raw: float) -> float:
-    """The 1-2-5 x 10^k step at or above `raw`."""
-    if raw <= 0:
-        return 1.0
-    k = math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        if m * 10**k >= raw:
-            return float(m * 10**k)
-    return float(10 ** (k + 1))
-
-
-def tick_label(t_rel: float, step: float) -> str:
-    """A tick's time from trace start in the unit its step calls for."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0)):
-        if step * 10 >= scale or unit == "ns":  # 0.5 ms rather than 500 us
-            decimals = max(0, -math.floor(math.log10(step / scale) + 1e-9))
-            return f"{t_rel / scale:.{decimals}f} {unit}"
-    return ""
+from explorer.ui.canvas_layers import GUTTER
+from explorer.ui.track_canvas import DRAG_PX, TrackCanvas
 
 
 class TimeRuler(QWidget):
     """Ticks and labels; drag on it to zoom to a range (as in Perfetto)."""
 
-    def __init__(self, timeline: TimelineWidget) -> None:
-        super().__init__(timeline)
+    def __init__(self, state: ViewState, canvas: TrackCanvas, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
         self.setObjectName("time-ruler")
-        self.timeline = timeline
+        self.state = state
+        self.canvas = canvas  # the pane whose x axis the ticks line up with
         self.setFixedHeight(30)
         self._press_x: float | None = None
         self._band: tuple[float, float] | None = None
@@ -53,31 +29,28 @@ class TimeRuler(QWidget):
         f = QFont(self.font())
         f.setPointSizeF(8.5)
         self.setFont(f)
+        for signal in (state.viewport.changed, state.index_changed, state.area_changed, state.area_preview):
+            signal.connect(self._repaint)
 
-    @property
-    def canvas(self):
-        return self.timeline.canvas
+    def _repaint(self, *_args) -> None:
+        self.update()
 
     def step(self) -> float:
-        vp = self.timeline.viewport
-        return nice_step(vp.width * TICK_PX / self.canvas.track_width)
+        vp = self.state.viewport
+        return tick_step(vp.t0, vp.t1, self.canvas.track_width)
 
     def tick_times(self) -> list[float]:
         """Absolute times of the visible ticks."""
-        vp = self.timeline.viewport
-        step = self.step()
-        origin = self.timeline.origin
-        first = math.ceil((vp.t0 - origin) / step)
-        last = math.floor((vp.t1 - origin) / step)
-        return [origin + k * step for k in range(first, min(last, first + 200) + 1)]
+        vp = self.state.viewport
+        return tick_times(vp.t0, vp.t1, self.canvas.track_width, self.state.origin)
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
         w, h = self.width(), self.height()
         p.fillRect(0, 0, w, h, P.GUTTER_BG)
-        tl = self.timeline
-        if tl.index is not None:
-            vp = tl.viewport
+        st = self.state
+        if st.index is not None:
+            vp = st.viewport
             p.setPen(P.TEXT_DIM)
             p.drawText(QRect(8, 0, GUTTER - 16, h), Qt.AlignVCenter,
                        f"{format_ns(vp.width)} visible")
@@ -88,12 +61,12 @@ class TimeRuler(QWidget):
                 p.setPen(QPen(P.TEXT_DIM, 1))
                 p.drawLine(QPointF(x, h - 8), QPointF(x, h))
                 p.setPen(P.TEXT)
-                p.drawText(QRectF(x + 3, 0, TICK_PX, h - 6), Qt.AlignVCenter | Qt.AlignLeft, tick_label(t - tl.origin, step))
+                p.drawText(QRectF(x + 3, 0, TICK_PX, h - 6), Qt.AlignVCenter | Qt.AlignLeft, tick_label(t - st.origin, step))
                 for k in range(1, 5):  # minor ticks
                     xm = self.canvas.x_of(t + k * step / 5)
                     p.setPen(QPen(P.GRID, 1))
                     p.drawLine(QPointF(xm, h - 4), QPointF(xm, h))
-            area = tl.area
+            area = st.area
             if area is not None:
                 xa, xb = self.canvas.x_of(area.t0), self.canvas.x_of(area.t1)
                 p.fillRect(QRectF(xa, 0, xb - xa, h), QColor(79, 163, 255, 70))
@@ -118,5 +91,5 @@ class TimeRuler(QWidget):
         band, self._band, self._press_x = self._band, None, None
         if band is not None and abs(band[1] - band[0]) >= DRAG_PX:
             a, b = sorted(band)
-            self.timeline.viewport.set_range(self.canvas.t_of(a), self.canvas.t_of(b))
+            self.state.viewport.set_range(self.canvas.t_of(a), self.canvas.t_of(b))
         self.update()

@@ -17,7 +17,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QWidget
 
 from explorer.model.trace_index import EventRef
-from explorer.ui.track_canvas import GUTTER, PIN_W
+from explorer.ui.canvas_layers import GUTTER, PIN_W
 from timeline_traces import DMA_ID0
 
 
@@ -204,7 +204,7 @@ def test_a_20_percent_busy_row_looks_20_percent_busy_at_every_zoom(window):
     from explorer.ui import palette as P
 
     tl, canvas = window.timeline, canvas_of(window)
-    names = tl.colour_codes.names
+    names = window.view.colour_codes.names
     for presses in (0, 1, 3):
         tl.viewport.fit()
         for _ in range(presses):
@@ -213,7 +213,7 @@ def test_a_20_percent_busy_row_looks_20_percent_busy_at_every_zoom(window):
         xs = range(int(max(canvas.x_of(0), GUTTER)) + 1, int(min(canvas.x_of(100_000), canvas.width())) - 1)
         for track, opcode, busy in ((1, "TensorTensor", 0.2), (0, "MultiplyMoving", 0.8)):
             g = geom(canvas, f"track:{track}")
-            f = pixel_blend(image, xs, g.y + g.h // 2, tl.palette[names.index(opcode)], P.BACKGROUND)
+            f = pixel_blend(image, xs, g.y + g.h // 2, tl.colours.colours[names.index(opcode)], P.BACKGROUND)
             assert f.mean() == pytest.approx(busy, abs=0.03), (presses, track)
 
 
