@@ -23,43 +23,14 @@ TOP_COLLECTIVES = 5
 
 
 def build_report(path: str, scope: Scope, per_chip: bool, recommendations: bool) -> dict[str, Any]:
-    """Everything `trnx summary` prints, as plain data (what `--json` emits)."""
-    from explorer.model.collective_stats import collective_table
-    from explorer.model.recommendations import recommend
-    from explorer.model.scope import Tracks
-    from explorer.model.summary import summarize, summarize_per_chip
-    from explorer.model.temporal import temporal_summary
+    """Everything `trnx summary` prints, as plain data (what `--json` emits): `TraceAnalysis.report`,
+    the same composition the GUI's panels read."""
+    from explorer.interop.neuron_profile.as_trace import trace_path
+    from explorer.model.trace_analysis import TraceAnalysis
     from simcore.trace import open_trace
 
-    from explorer.interop.neuron_profile.as_trace import trace_path
-
     trace = open_trace(trace_path(path))  # full validation: ~15 ms on 10M rows
-    summary = summarize(trace, scope=scope)
-    report: dict[str, Any] = {
-        "trace": str(trace.path),
-        "hardware": trace.hardware.get("name", "unknown"),
-        "workload": trace.workload.get("name", "unknown"),
-        **summary.to_dict(),
-    }
-    if per_chip:
-        report["per_chip"] = {
-            str(c): s.metrics for c, s in summarize_per_chip(trace, scope=scope).items()
-            if scope.chips is None or c in scope.chips
-        }
-    resolved = scope.resolve(trace, Tracks.of(trace))
-    coll = collective_table(trace, resolved)
-    report["collectives"] = coll.to_dict("records")
-    temporal = temporal_summary(trace, resolved)  # None with fewer than two ranks and no communication
-    report["temporal"] = None if temporal is None else temporal.to_dict()
-    from explorer.model.profile_summary import profile_comparison
-
-    chips = None if scope.chips is None else list(scope.chips)
-    report["profile_summary"] = [c.to_dict() for c in profile_comparison(trace, chips)]
-    if recommendations:
-        whole = scope == Scope()
-        recs = recommend(trace, summary=summary) if whole else recommend(trace)
-        report["recommendations"] = [r.to_dict() for r in recs]
-    return report
+    return TraceAnalysis(trace, scope).report(per_chip=per_chip, recommendations=recommendations)
 
 
 def print_report(r: dict[str, Any]) -> None:

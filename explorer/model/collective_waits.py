@@ -36,6 +36,17 @@ class CollectiveWaits:
     def total_wait_per_rank(self) -> np.ndarray:
         return np.nansum(self.wait_ns, axis=1)
 
+    @property
+    def total_wait_ns(self) -> float:
+        """Every rank's wait in these collectives, summed."""
+        return float(np.nansum(self.wait_ns))
+
+    def most_often_slowest(self) -> tuple[int, int]:
+        """(matrix row, count) of the rank that arrived last at the most collectives (the lowest row on a tie)."""
+        counts = np.bincount(self.slowest_rank, minlength=self.wait_ns.shape[0])
+        worst = int(np.argmax(counts))
+        return worst, int(counts[worst])
+
 
 def _fmt_bytes(n: float) -> str:
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

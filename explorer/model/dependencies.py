@@ -270,6 +270,13 @@ class Dependencies:
         tcode, row = self._locate(event_id)
         return self._walk(tcode, row, None, max_steps)
 
+    @staticmethod
+    def chain_waited_ns(chain: pd.DataFrame) -> int:
+        """How long the steps before an event kept it waiting: their durations plus their
+        positive slack (the event itself, the chain's last row, is not counted)."""
+        lead = chain.iloc[:-1]
+        return int(lead["dur_ns"].sum() + lead["slack_ns"].clip(lower=0).fillna(0).sum()) if len(lead) else 0
+
     def critical_path(self, kernel_id: int, max_steps: int = 1_000_000) -> CriticalPath:
         """The binding chain inside a kernel, from its last-finishing event back to its first."""
         best: tuple[int, int] | None = None

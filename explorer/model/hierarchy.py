@@ -77,6 +77,39 @@ def _rate(num_: np.ndarray, dur_ns: np.ndarray, scale: float) -> np.ndarray:
     return np.divide(np.asarray(num_, dtype=np.float64), dur * scale, out=np.full(len(dur), np.nan), where=dur > 0)
 
 
+FILTER_COLUMNS = ("name", "kind", "bound", "dtype", "level")
+
+
+def filter_closure(rows: pd.DataFrame, text: str, columns: tuple[str, ...] = FILTER_COLUMNS) -> tuple[set[str], list[str]]:
+    """The operator tree filtered by `text` (case-insensitive substring of any of `columns`):
+    (every node to show: the matches, their ancestors and everything under them; the matches).
+
+    `rows` is `Hierarchy.rows()` (node and parent keys); the closure takes as many vectorised
+    steps as the tree is deep, never a loop over rows.
+    """
+    text = text.strip().lower()
+    match = np.zeros(len(rows), bool)
+    for col in columns:
+        match |= rows[col].astype(str).str.lower().str.contains(text, regex=False).to_numpy()
+    parent = pd.Index(rows["node"]).get_indexer(rows["parent"])
+    has_parent = parent >= 0
+    up = match.copy()
+    while True:  # ancestors of matches
+        nxt = up.copy()
+        nxt[parent[up & has_parent]] = True
+        if (nxt == up).all():
+            break
+        up = nxt
+    down = match.copy()
+    while True:  # everything under a match
+        nxt = down | (has_parent & down[np.maximum(parent, 0)])
+        if (nxt == down).all():
+            break
+        down = nxt
+    nodes = rows["node"].to_numpy()
+    return set(nodes[up | down].tolist()), nodes[match].tolist()
+
+
 class Hierarchy:
     """Metrics for every op and kernel of a trace, and the tree that links them."""
 

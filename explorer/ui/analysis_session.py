@@ -1,12 +1,11 @@
 """The analyses behind the summary, operator, kernel, dependency and recommendation panels.
 
-`TraceAnalysis` bundles the `explorer.model` objects of one trace (summary, per-chip
-summaries, `Hierarchy`, recommendations, `Dependencies`), computed once off the GUI
-thread when a trace is shown. `AnalysisSession` is the Qt side: it runs that work
-(and later selection summaries, critical paths) on one background worker, hands
-results back on the GUI thread, keeps the "current node" every panel shows, and
-turns "go to this node / link" into timeline calls (`zoom_to`, `select`,
-`set_area`). Panels only ever read model objects from it; they compute nothing.
+`explorer.model.trace_analysis.TraceAnalysis` composes the analyses of one trace (the
+same object `trnx summary` reports from); `AnalysisSession` is the Qt side: it computes
+it off the GUI thread when a trace is shown (and later selection summaries, critical
+paths, on the same worker), hands results back on the GUI thread, and turns "go to
+this node / link" into view-state calls (`select`, `set_area`, `set_node`) and zooms.
+Panels only ever read model objects from it; they compute nothing.
 """
 
 from __future__ import annotations
@@ -16,87 +15,18 @@ import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from PySide6.QtCore import QObject, Signal
 
-from explorer.model.dependencies import Dependencies
-from explorer.model.hierarchy import Hierarchy
-from explorer.model.recommendations import Link, Recommendation, recommend
+from explorer.model.recommendations import Link
 from explorer.model.selection import area_scope
-from explorer.model.summary import Summary, summarize_trace_and_chips
-from explorer.model.trace_index import EventRef, TraceIndex
+from explorer.model.trace_analysis import TraceAnalysis
+from explorer.model.trace_index import TraceIndex
 from explorer.model.view_state import ViewState
 from simcore.errors import UserError
 
 NODE_LEVELS = ("op", "kernel", "instruction", "dma")
-
-
-@dataclass
-class TraceAnalysis:
-    """Everything the analysis panels show for one trace (plain model objects, no Qt)."""
-
-    index: TraceIndex
-    summary: Summary
-    per_chip: dict[int, Summary]
-    hierarchy: Hierarchy
-    recommendations: list[Recommendation]
-    dependencies: Dependencies
-
-    @property
-    def trace(self):
-        return self.index.trace
-
-    @classmethod
-    def compute(cls, index: TraceIndex) -> TraceAnalysis:
-        """All of it, the same calls `trnx summary --json` makes (run it off the GUI thread)."""
-        trace = index.trace
-        summary, per_chip = summarize_trace_and_chips(trace)  # = summarize(trace), summarize_per_chip(trace)
-        h = Hierarchy(trace, events=index.events)  # the timeline's id index, not a second one
-        h.children("")  # the tree's top level and its child index
-        _ = h.events  # id -> row, for timeline -> tree
-        recs = recommend(trace, hierarchy=h, summary=summary)
-        deps = Dependencies(trace, events=h.events, tracks=h.tracks)  # its event tables build on first use
-        return cls(index, summary, per_chip, h, recs, deps)
-
-    # -- node <-> timeline -----------------------------------------------------------
-    def node_of_ref(self, ref: EventRef) -> str | None:
-        """The operator-tree node of a timeline event (None when it has none)."""
-        table = self.index.tables.get(ref.table)
-        if table is None:
-            return None
-        if ref.table == "instructions":
-            return f"instruction:{int(table.value('id', ref.row))}"
-        if ref.table == "dma":
-            return f"dma:{int(table.value('id', ref.row))}"
-        if ref.table == "kernels":
-            return f"kernel:{int(table.value('kernel_id', ref.row))}"
-        if ref.table == "collectives":
-            op = int(table.value("op_id", ref.row))
-            return f"op:{op}" if op >= 0 else None
-        return None
-
-    def ref_of_node(self, node: str) -> EventRef | None:
-        """The timeline event of a node: an instruction, a DMA transfer or a kernel (ops have none)."""
-        level, _, ident = node.partition(":")
-        if level in ("instruction", "dma"):
-            return self.index.find_id(int(ident))
-        if level == "kernel" and self.index.hierarchy is not None:
-            row = int(self.index.hierarchy.kernel_row(np.array([int(ident)]))[0])
-            return EventRef("kernels", row) if row >= 0 else None
-        return None
-
-    def kernel_of_node(self, node: str) -> int | None:
-        """The kernel a node is or belongs to (None for ops and events outside kernels)."""
-        level, _, ident = node.partition(":")
-        if level == "kernel":
-            return int(ident)
-        if level in ("instruction", "dma"):
-            kid = self.hierarchy.events.event(int(ident)).kernel_id
-            return kid if kid >= 0 else None
-        return None
 
 
 class _Bridge(QObject):
@@ -211,7 +141,7 @@ class AnalysisSession(QObject):
             self.ready.emit(None)
             return
         self._set_busy(True)
-        self._load.submit(lambda: TraceAnalysis.compute(index), self._computed)
+        self._load.submit(lambda: TraceAnalysis.for_window(index), self._computed)
 
     def _computed(self, ok: bool, value: Any) -> None:
         self._set_busy(False)

@@ -81,13 +81,12 @@ class QtCollectiveWaits(QWidget):
         ax.setTicks([[(i + 0.5, w.rank_labels[i]) for i in range(0, n_rank, step)]])
         self.plot.setXRange(0, n_coll, padding=0)
         self.plot.setYRange(0, n_rank, padding=0)
-        counts = np.bincount(w.slowest_rank, minlength=n_rank)
-        worst = int(np.argmax(counts))
-        total = np.nansum(w.wait_ns)
+        worst, count = w.most_often_slowest()
+        total = w.total_wait_ns
         more = f" (first {n_coll}; {w.truncated} more in range)" if w.truncated else ""
         self.summary.setText(
             f"{n_coll} collectives{more}, {format_ns(total)} of rank wait in total. "
-            f"Slowest rank most often: {w.rank_labels[worst]} ({counts[worst]} of {n_coll}) \u2605. "
+            f"Slowest rank most often: {w.rank_labels[worst]} ({count} of {n_coll}) \u2605. "
             "Colour = wait time; click a cell to jump to it."
         )
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QCheckBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from explorer.model.dependencies import CriticalPath
+from explorer.model.dependencies import CriticalPath, Dependencies
 from explorer.model.units import format_ns
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import Latest, TraceAnalysis
@@ -211,8 +211,7 @@ class QtDependencies(QWidget):
         self.steps.set_frame(chain)
         self.pred_label.setText(f"waits for ({len(preds)})")
         self.succ_label.setText(f"unblocks ({len(succs)})")
-        lead = chain.iloc[:-1]
-        waited = int(lead["dur_ns"].sum() + lead["slack_ns"].clip(lower=0).fillna(0).sum()) if len(lead) else 0
+        waited = Dependencies.chain_waited_ns(chain)
         self.chain_label.setText(f"wait chain: {len(chain)} steps, oldest first (click: jump, double-click: follow)")
         self.title.setText(f"<b>{html.escape(ev.name)}</b> ({node}) on {html.escape(track)} at "
                            f"{format_ns(ev.start_ns)}, {format_ns(ev.dur_ns)}; the chain before it spans "

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView, QHBoxLayout, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget,
 )
 
-from explorer.model.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarchy
+from explorer.model.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarchy, filter_closure
 from explorer.model.metrics import format_metric
 from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from simcore.errors import UserError
@@ -46,7 +46,6 @@ BOUND_COLOURS = {
 }
 LEVEL_COLOURS = {"model": QColor("#e6e6e6"), "layer": QColor("#d7dae0"), "op": QColor("#c8ccd4"),
                  "kernel": QColor("#98c379"), "instruction": QColor("#abb2bf")}
-FILTER_COLUMNS = ("name", "kind", "bound", "dtype", "level")
 _ROW_FLAGS = Qt.ItemIsEnabled | Qt.ItemIsSelectable
 
 
@@ -336,30 +335,9 @@ class OperatorTreeModel(QAbstractItemModel):
             self.shown, self.matches = None, []
             self._relayout(self._refiltered)
             return 0
-        rows = self.h.rows()
-        match = np.zeros(len(rows), bool)
-        for col in FILTER_COLUMNS:
-            match |= rows[col].astype(str).str.lower().str.contains(text, regex=False).to_numpy()
-        parent = pd.Index(rows["node"]).get_indexer(rows["parent"])
-        has_parent = parent >= 0
-        up = match.copy()
-        while True:  # ancestors of matches (depth iterations, not a loop over rows)
-            nxt = up.copy()
-            nxt[parent[up & has_parent]] = True
-            if (nxt == up).all():
-                break
-            up = nxt
-        down = match.copy()
-        while True:  # everything under a match
-            nxt = down | (has_parent & down[np.maximum(parent, 0)])
-            if (nxt == down).all():
-                break
-            down = nxt
-        nodes = rows["node"].to_numpy()
-        self.shown = set(nodes[up | down].tolist())
-        self.matches = nodes[match].tolist()
+        self.shown, self.matches = filter_closure(self.h.rows(), text)
         self._relayout(self._refiltered)
-        return int(match.sum())
+        return len(self.matches)
 
     def _refiltered(self, node: _Node) -> pd.DataFrame:
         """A node's child table under the new filter (a kernel's events are never filtered: keep them)."""

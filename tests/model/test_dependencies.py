@@ -71,3 +71,10 @@ def test_same_answers_when_rows_are_not_grouped_by_track_nor_sorted_by_id(tmp_pa
     assert deps.wait_chain(5)["edge"].tolist()[-2] == "engine_order"
     assert deps.critical_path(100).steps["id"].tolist() == [20, 2, 4, 5]
     assert deps.predecessors(2)["id"].tolist() == [20]
+
+
+def test_chain_waited_ns_is_what_kept_the_event_waiting(deps):
+    chain = deps.wait_chain(4)  # DMA 20 -> instruction 2 (+600 ns slack) -> instruction 4
+    lead = chain.iloc[:-1]
+    assert Dependencies.chain_waited_ns(chain) == int(lead["dur_ns"].sum()) + 600
+    assert Dependencies.chain_waited_ns(chain.iloc[-1:]) == 0  # nothing before it

@@ -136,3 +136,17 @@ def test_trace_without_ops_or_hardware_still_lists_kernels(tmp_path):
     assert (rows["level"] == "kernel").all() and (rows["parent"] == "").all()
     assert rows.set_index("id").loc[102, "bound"] == "unknown"  # no roofs, no detail: not guessed
     assert rows.set_index("id").loc[100, "bound"] == "compute"  # instruction detail still decides
+
+
+def test_filter_closure_keeps_matches_their_ancestors_and_their_subtrees(h):
+    from explorer.model.hierarchy import filter_closure
+
+    rows = h.rows()
+    shown, matches = filter_closure(rows, "  SoftMax ")
+    assert matches and all("softmax" in rows.set_index("node").loc[m, "name"].lower() for m in matches)
+    for m in matches:
+        assert set(h.ancestors(m)) <= shown
+    under = rows[rows["parent"].isin(matches)]["node"]
+    assert set(under) <= shown
+    assert len(shown) < len(rows)
+    assert filter_closure(rows, "no such thing") == (set(), [])
