@@ -3,7 +3,7 @@
 The table is built each time the window opens by walking the menu bar and the
 window's actions, so a shortcut added (or changed) anywhere shows up here without
 editing a list. The timeline's own keys and mouse gestures (handled in its event
-handlers, not QActions) follow from `main_window.SHORTCUTS`.
+handlers, not QActions) follow from `timeline.TIMELINE_KEYS`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (
     QAbstractItemView, QDialog, QHeaderView, QLabel, QMainWindow, QMenu, QTableWidget, QTableWidgetItem, QVBoxLayout,
     QWidget,
 )
+
+from explorer.ui.timeline import TIMELINE_KEYS
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,8 @@ class ShortcutsWindow(QDialog):
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
-        from explorer.ui.main_window import SHORTCUTS
 
-        self.timeline_keys = QLabel(SHORTCUTS, objectName="timeline-keys", wordWrap=True)
+        self.timeline_keys = QLabel(TIMELINE_KEYS, objectName="timeline-keys", wordWrap=True)
         lay = QVBoxLayout(self)
         lay.addWidget(QLabel("<h3>Menus and window</h3>"))
         lay.addWidget(self.table, 1)

@@ -31,6 +31,23 @@ from explorer.ui.track_canvas import TrackCanvas
 ZOOM_STEP = 0.8  # W: width x 0.8; S: width / 0.8
 PAN_STEP = 0.15  # A/D: 15% of the visible width
 
+# What Help > Keyboard shortcuts lists for the timeline (its keys are handlers, not QActions).
+TIMELINE_KEYS = """<h3>Timeline</h3><table cellpadding='3'>
+<tr><td><b>W / S</b></td><td>zoom in / out at the mouse cursor</td></tr>
+<tr><td><b>A / D</b></td><td>pan left / right</td></tr>
+<tr><td><b>wheel</b></td><td>zoom at the cursor (Shift+wheel: scroll rows)</td></tr>
+<tr><td><b>drag</b></td><td>pan (and scroll rows)</td></tr>
+<tr><td><b>Ctrl+drag</b>, right-drag, drag on the ruler</td><td>zoom to a range</td></tr>
+<tr><td><b>Shift+drag</b></td><td>select an area (rows x time): its summary opens</td></tr>
+<tr><td><b>click / double-click</b></td><td>select an event / fit it</td></tr>
+<tr><td><b>F</b></td><td>fit the selection (event, area, or the whole trace)</td></tr>
+<tr><td><b>Esc</b></td><td>clear the selection</td></tr>
+<tr><td><b>Ctrl+F</b>, Enter, Shift+Enter</td><td>search, next hit, previous hit</td></tr>
+<tr><td>click a group row</td><td>fold / unfold it</td></tr>
+<tr><td>click the pin at a row's right</td><td>pin it to the top</td></tr>
+<tr><td>drag a row label</td><td>reorder it within its group</td></tr>
+</table>"""
+
 
 class _Pane(QWidget):
     """A canvas with its vertical scroll bar."""
