@@ -68,8 +68,8 @@ def qt_baseline_mib() -> float:
 
 
 def baseline(path: Path) -> float:
-    from explorer.model.recommendations import recommend
-    from explorer.model.summary import summarize, summarize_per_chip
+    from explorer.model.analysis.recommendations import recommend
+    from explorer.model.analysis.summary import summarize, summarize_per_chip
     from simcore.trace import open_trace
 
     trace = open_trace(path)

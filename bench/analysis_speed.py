@@ -236,9 +236,9 @@ def main() -> None:
         a = write_trace(tmp / "a.trnx", args.instructions, seed=1)
         b = write_trace(tmp / "b.trnx", args.instructions, seed=2, matmul_speed=1.1)
         print(f"wrote 2 traces of {args.instructions:,} instructions in {time.perf_counter() - t:.1f} s")
-        from explorer.model.diff import diff
-        from explorer.model.recommendations import recommend
-        from explorer.model.summary import summarize
+        from explorer.model.analysis.diff import diff
+        from explorer.model.analysis.recommendations import recommend
+        from explorer.model.analysis.summary import summarize
         from simcore.trace import open_trace
 
         base = min(pandas_baseline(a) for _ in range(args.repeat))

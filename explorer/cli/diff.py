@@ -1,6 +1,6 @@
 """`trnx diff A B`: what changed from trace A to trace B (metrics, engines, ops, kernels).
 
-Thin over `explorer.model.diff`; every delta is B - A and ratio is B / A.
+Thin over `explorer.model.analysis.diff`; every delta is B - A and ratio is B / A.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from explorer.cli.scope_options import pop_scope, scope_options
-from explorer.model.metrics import format_metric
+from explorer.model.analysis.metrics import format_metric
 from explorer.model.units import format_ns
 
 TOP = 15
@@ -47,7 +47,7 @@ aligned by name unless --align says otherwise: the loop that shows where the sim
 @click.option("--align", type=click.Choice(["auto", "path", "name"]), default="auto", show_default=True,
               help="Match ops and kernels by hierarchy path, or by name per level; auto: by name when one trace is measured and the other simulated.")
 def diff(a: str, b: str, as_json: bool, top: int, align: str, **selection: Any) -> None:
-    from explorer.model.diff import diff as compute
+    from explorer.model.analysis.diff import diff as compute
     from simcore.trace import open_trace
 
     from explorer.interop.neuron_profile.as_trace import trace_path

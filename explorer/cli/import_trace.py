@@ -29,7 +29,7 @@ def import_trace(traces: tuple[str, ...], output: str, include_python: bool, ove
     from simcore.trace import open_trace
     from explorer.interop import import_kineto
     from explorer.cli.summary import print_temporal
-    from explorer.model.temporal import temporal_summary
+    from explorer.model.analysis.temporal import temporal_summary
 
     import os
     from pathlib import Path

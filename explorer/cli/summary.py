@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from explorer.cli.scope_options import pop_scope, scope_options
-from explorer.model.metrics import GROUPS, METRICS, format_metric
+from explorer.model.analysis.metrics import GROUPS, METRICS, format_metric
 from explorer.model.scope import Scope
 from explorer.model.units import format_bytes, format_ns
 
@@ -26,7 +26,7 @@ def build_report(path: str, scope: Scope, per_chip: bool, recommendations: bool)
     """Everything `trnx summary` prints, as plain data (what `--json` emits): `TraceAnalysis.report`,
     the same composition the GUI's panels read."""
     from explorer.interop.neuron_profile.as_trace import trace_path
-    from explorer.model.trace_analysis import TraceAnalysis
+    from explorer.model.analysis.trace_analysis import TraceAnalysis
     from simcore.trace import open_trace
 
     trace = open_trace(trace_path(path))  # full validation: ~15 ms on 10M rows

@@ -26,9 +26,9 @@ from explorer.export.selection import export_scope
 from explorer.interop.neuron_profile import schema as NS
 from explorer.interop.neuron_profile.tables import MEMORY_TOKEN, OPERATION_OF_KIND, TRACK_NAME
 from explorer.model.intervals import sorted_runs
-from explorer.model.peaks import Peaks
+from explorer.model.analysis.peaks import Peaks
 from explorer.model.scope import ENGINE_OF_KIND, codes, num, strings
-from explorer.model.summary import summarize
+from explorer.model.analysis.summary import summarize
 from simcore.errors import UserError
 from simcore.trace import Trace
 from simcore.trace.schema import COUNTER_HBM_READ, COUNTER_HBM_WRITE, COUNTER_PSUM, COUNTER_SBUF, COUNTER_THROTTLE, OPCODE_TRANSPOSE

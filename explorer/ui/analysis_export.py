@@ -1,6 +1,6 @@
 """File > Export: the operator table, the selection and the summary to CSV; the view to PNG.
 
-CSV goes through `explorer.model.export_tables` (atomic: a temporary sibling renamed
+CSV goes through `explorer.model.analysis.export_tables` (atomic: a temporary sibling renamed
 onto the target); PNG is `QWidget.grab()` saved to a temporary sibling and renamed
 the same way (`simcore.atomic.atomic_path`), so a failed export never leaves a
 half-written file. Failures show an error dialog; the window stays up.
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 
-from explorer.model.export_tables import area_events, write_csv, write_operator_table, write_summary
-from explorer.model.selection import is_area
+from explorer.model.analysis.export_tables import area_events, write_csv, write_operator_table, write_summary
+from explorer.model.timeline.selection import is_area
 from simcore.atomic import atomic_path
 from simcore.errors import UserError
 

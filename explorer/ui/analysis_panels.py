@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox
 
-from explorer.model.trace_index import EventRef
+from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.analysis_export import AnalysisExport
 from explorer.ui.analysis_session import AnalysisSession, TraceAnalysis
 from explorer.ui.dependencies_view import QtDependencies

@@ -1,6 +1,6 @@
 """The analyses behind the summary, operator, kernel, dependency and recommendation panels.
 
-`explorer.model.trace_analysis.TraceAnalysis` composes the analyses of one trace (the
+`explorer.model.analysis.trace_analysis.TraceAnalysis` composes the analyses of one trace (the
 same object `trnx summary` reports from); `AnalysisSession` is the Qt side: it computes
 it off the GUI thread when a trace is shown (and later selection summaries, critical
 paths, on the same worker), hands results back on the GUI thread, and turns "go to
@@ -19,11 +19,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
-from explorer.model.recommendations import Link
-from explorer.model.selection import area_scope
-from explorer.model.trace_analysis import TraceAnalysis
-from explorer.model.trace_index import TraceIndex
-from explorer.model.view_state import ViewState
+from explorer.model.analysis.recommendations import Link
+from explorer.model.timeline.selection import area_scope
+from explorer.model.analysis.trace_analysis import TraceAnalysis
+from explorer.model.timeline.trace_index import TraceIndex
+from explorer.model.timeline.view_state import ViewState
 from simcore.errors import UserError
 
 NODE_LEVELS = ("op", "kernel", "instruction", "dma")

@@ -25,12 +25,12 @@ import shiboken6
 from PySide6.QtCore import QLineF, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QPolygonF
 
-from explorer.model.lod import fractions_many, last_started
-from explorer.model.time_axis import tick_times
-from explorer.model.track_tree import Row, TrackTree
-from explorer.model.trace_index import EventRef
-from explorer.model.metrics import format_quantity
-from explorer.model.view_state import ViewState
+from explorer.model.timeline.lod import fractions_many, last_started
+from explorer.model.timeline.time_axis import tick_times
+from explorer.model.timeline.track_tree import Row, TrackTree
+from explorer.model.timeline.trace_index import EventRef
+from explorer.model.analysis.metrics import format_quantity
+from explorer.model.timeline.view_state import ViewState
 from explorer.ui import palette as P
 
 GUTTER = 240

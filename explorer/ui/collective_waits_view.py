@@ -7,8 +7,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from explorer.model.collective_waits import CollectiveWaits, collective_waits
-from explorer.model.trace_index import TraceIndex
+from explorer.model.timeline.collective_waits import CollectiveWaits, collective_waits
+from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.units import format_ns
 
 

@@ -1,7 +1,7 @@
 """QtCompare (objectName `compare`): a second trace against the first, as `trnx diff A B` compares them.
 
 Two timelines (the same `TimelineWidget` class as the main window) stacked with a
-linked zoom, and the deltas of `explorer.model.diff.diff(A, B)`: summary metrics,
+linked zoom, and the deltas of `explorer.model.analysis.diff.diff(A, B)`: summary metrics,
 per-engine active time, per-op and per-kernel time. Clicking an op or kernel row
 zooms both timelines to that op and aligns them on it (B's time is mapped onto A's
 so the op lines up even when B runs it faster); "Align starts" goes back to the same
@@ -21,15 +21,15 @@ from PySide6.QtWidgets import (
     QCheckBox, QHBoxLayout, QLabel, QMainWindow, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from explorer.model.diff import TraceDiff, diff
-from explorer.model.hierarchy import Hierarchy
-from explorer.model.metrics import METRIC_BY_NAME, format_metric
-from explorer.model.summary import Summary
+from explorer.model.analysis.diff import TraceDiff, diff
+from explorer.model.analysis.hierarchy import Hierarchy
+from explorer.model.analysis.metrics import METRIC_BY_NAME, format_metric
+from explorer.model.analysis.summary import Summary
 from explorer.model.units import format_ns
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import run_in_background
 from explorer.ui.loader import LoadedTrace, TraceLoader
-from explorer.model.view_state import ViewState
+from explorer.model.timeline.view_state import ViewState
 from explorer.ui.timeline import TimelineWidget
 
 BETTER = QColor("#98c379")

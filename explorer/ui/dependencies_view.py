@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QCheckBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from explorer.model.dependencies import CriticalPath, Dependencies
+from explorer.model.analysis.dependencies import CriticalPath, Dependencies
 from explorer.model.units import format_ns
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import Latest, TraceAnalysis

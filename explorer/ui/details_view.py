@@ -8,12 +8,12 @@ from PySide6.QtWidgets import (
     QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from explorer.model.event_details import EventDetails, event_details
-from explorer.model.trace_index import EventRef, TraceIndex
+from explorer.model.timeline.event_details import EventDetails, event_details
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
 
 
 class QtEventDetails(QWidget):
-    """Shows `explorer.model.event_details` for the selected event.
+    """Shows `explorer.model.timeline.event_details` for the selected event.
 
     Clicking a dependency emits `jump_requested(EventRef)`; the window forwards it to
     `TimelineWidget.highlight`.

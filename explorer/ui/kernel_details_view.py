@@ -1,6 +1,6 @@
 """QtKernelDetails (objectName `kernel-details`): one kernel up close.
 
-Shows `explorer.model.kernel_details.kernel_details(trace, kernel_id)` as it is:
+Shows `explorer.model.analysis.kernel_details.kernel_details(trace, kernel_id)` as it is:
 the kernel's operator-table row, busy time per engine, the instruction mix, the
 DMA queues, and the roofline of its dtype (`QtRoofline`).
 """
@@ -13,7 +13,7 @@ import math
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
-from explorer.model.kernel_details import KernelDetails, kernel_details
+from explorer.model.analysis.kernel_details import KernelDetails, kernel_details
 from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import TraceAnalysis

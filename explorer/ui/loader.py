@@ -9,8 +9,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QThread, Signal
 
-from explorer.model.trace_index import TraceIndex
-from explorer.model.utilisation import Utilisation
+from explorer.model.timeline.trace_index import TraceIndex
+from explorer.model.timeline.utilisation import Utilisation
 from simcore.errors import UserError
 from simcore.trace import open_trace
 

@@ -6,7 +6,7 @@ Adding a panel (see explorer/ui/README.md): build a QWidget that shows some
     window.add_panel("Summary", widget, area=Qt.RightDockWidgetArea)
 
 and subscribe it to `trace_loaded(LoadedTrace)` (a new trace is shown) and to the
-window's view state, `window.view` (explorer.model.view_state.ViewState):
+window's view state, `window.view` (explorer.model.timeline.view_state.ViewState):
 `selection_changed(EventRef | None)`, `viewport.changed(t0, t1)`,
 `area_changed(Scope | None)`, `colour_mode_changed(mode)`, `node_changed(node)`.
 Drive the view with `window.zoom_to(t0, t1, track_id)`, `window.highlight(ref)` or
@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
     QPushButton, QToolBar, QWidget,
 )
 
-from explorer.model.trace_index import COLOUR_MODES, EventRef
+from explorer.model.timeline.trace_index import COLOUR_MODES, EventRef
 from explorer.model.units import format_ns
-from explorer.model.view_state import ViewState
+from explorer.model.timeline.view_state import ViewState
 from explorer.ui import gc_guard
 from explorer.ui.collective_waits_view import QtCollectiveWaits
 from explorer.ui.details_view import QtEventDetails
@@ -62,7 +62,7 @@ class MainWindow(QMainWindow):
         self.panels: dict[str, QDockWidget] = {}
         self.show_error_dialogs = True  # False: failures only emit load_failed (scripts, smoke tests)
 
-        self.view = ViewState()  # what every widget of this window shows (explorer.model.view_state)
+        self.view = ViewState()  # what every widget of this window shows (explorer.model.timeline.view_state)
         self.timeline = TimelineWidget(self, self.view)
         self.setCentralWidget(self.timeline)
         self.details = QtEventDetails()

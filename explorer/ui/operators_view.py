@@ -1,6 +1,6 @@
 """QtOperators (objectName `operators`): the model -> layer -> op -> kernel -> instruction tree.
 
-`OperatorTreeModel` is a lazy `QAbstractItemModel` over `explorer.model.hierarchy.
+`OperatorTreeModel` is a lazy `QAbstractItemModel` over `explorer.model.analysis.hierarchy.
 Hierarchy`: a node's children are asked for (`Hierarchy.children`) only when it is
 expanded, and handed to the view in chunks (`canFetchMore`/`fetchMore`), so a
 kernel with a million instructions costs nothing until it is opened and then only
@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QAbstractItemView, QHBoxLayout, QLabel, QLineEdit, QTreeView, QVBoxLayout, QWidget,
 )
 
-from explorer.model.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarchy, filter_closure
-from explorer.model.metrics import format_metric
+from explorer.model.analysis.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarchy, filter_closure
+from explorer.model.analysis.metrics import format_metric
 from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from simcore.errors import UserError
 

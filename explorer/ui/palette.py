@@ -79,7 +79,7 @@ class CategoryColours:
     """The QColors of the view's colour categories (and their RGB array for numpy blending),
     kept in step with the view state's colour mode and trace."""
 
-    def __init__(self, state) -> None:  # state: explorer.model.view_state.ViewState
+    def __init__(self, state) -> None:  # state: explorer.model.timeline.view_state.ViewState
         self.state = state
         self.colours: list[QColor] = []
         self.rgb = rgb_array([])

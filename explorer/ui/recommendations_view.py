@@ -1,6 +1,6 @@
 """QtRecommendations (objectName `recommendations`): what to fix, biggest impact first.
 
-Shows `explorer.model.recommendations.recommend`'s findings as they are: the title
+Shows `explorer.model.analysis.recommendations.recommend`'s findings as they are: the title
 and impact of each, its advice and evidence, and its links. Clicking a link emits
 `link_activated(Link)`; the session follows it (zooms the timeline to its range,
 selects its kernel, event or area, and the operator-tree row).
@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QLabel, QListWidget, QListWidgetItem, QSplitter, QTextBrowser, QVBoxLayout, QWidget,
 )
 
-from explorer.model.recommendations import Link, Recommendation
+from explorer.model.analysis.recommendations import Link, Recommendation
 from explorer.model.units import format_ns
 
 

@@ -1,6 +1,6 @@
 """QtRoofline: a kernel on the log-log roofline of its dtype (pyqtgraph).
 
-Everything drawn comes from `explorer.model.kernel_details.Roofline`: the compute
+Everything drawn comes from `explorer.model.analysis.kernel_details.Roofline`: the compute
 roof of the kernel's dtype (per core), the HBM roof (per chip), their ridge, the
 other dtypes' compute roofs (dashed: what a cheaper dtype would allow) and the
 kernel's point (arithmetic intensity, achieved TFLOPS). The roof lines are
@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from explorer.model.kernel_details import Roofline
+from explorer.model.analysis.kernel_details import Roofline
 
 ROOF_COLOUR = "#61afef"
 OTHER_COLOURS = ("#98c379", "#e5c07b", "#c678dd", "#56b6c2", "#d19a66")

@@ -6,9 +6,9 @@ from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
-from explorer.model.time_axis import TICK_PX, tick_label, tick_step, tick_times
+from explorer.model.timeline.time_axis import TICK_PX, tick_label, tick_step, tick_times
 from explorer.model.units import format_ns
-from explorer.model.view_state import ViewState
+from explorer.model.timeline.view_state import ViewState
 from explorer.ui import palette as P
 from explorer.ui.canvas_layers import GUTTER
 from explorer.ui.track_canvas import DRAG_PX, TrackCanvas

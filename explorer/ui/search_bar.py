@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
-from explorer.model.search import SearchHits, search
-from explorer.model.trace_index import EventRef, TraceIndex
+from explorer.model.timeline.search import SearchHits, search
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
 
 
 class QtSearchBar(QWidget):

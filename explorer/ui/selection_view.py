@@ -7,15 +7,15 @@ import html
 from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 
 from explorer.model.scope import Scope
-from explorer.model.selection import SelectionSummary, summarize_area
-from explorer.model.trace_index import TraceIndex
+from explorer.model.timeline.selection import SelectionSummary, summarize_area
+from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
 
 MAX_OPCODES = 25
 
 
 class QtSelectionSummary(QWidget):
-    """Renders `explorer.model.selection.summarize_area` for the current area selection."""
+    """Renders `explorer.model.timeline.selection.summarize_area` for the current area selection."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -15,10 +15,10 @@ from PySide6.QtWidgets import (
     QComboBox, QHBoxLayout, QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
-from explorer.model.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric
+from explorer.model.analysis.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric
 from explorer.model.scope import Scope
-from explorer.model.selection import is_area
-from explorer.model.summary import Summary, summarize
+from explorer.model.timeline.selection import is_area
+from explorer.model.analysis.summary import Summary, summarize
 from explorer.model.units import format_ns
 from explorer.ui.analysis_session import Latest, TraceAnalysis
 

@@ -8,7 +8,7 @@ it. Group rows fold on click; a row's pin (right end of its label) pins it to th
 top; dragging a label reorders rows within their group.
 
 Its state (viewport, selected event, area, hover, colour mode) is a `ViewState`
-(explorer.model.view_state) the canvases, the ruler and every panel subscribe to;
+(explorer.model.timeline.view_state) the canvases, the ruler and every panel subscribe to;
 panels drive it through that state or through `zoom_to`, `highlight` and `select`
 here, which also scroll the rows.
 """
@@ -21,9 +21,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QScrollBar, QSplitter, QVBoxLayout, QWidget
 
 from explorer.model.scope import Scope
-from explorer.model.track_tree import TrackTree
-from explorer.model.trace_index import EventRef, TraceIndex
-from explorer.model.view_state import ViewState, Viewport
+from explorer.model.timeline.track_tree import TrackTree
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
+from explorer.model.timeline.view_state import ViewState, Viewport
 from explorer.ui import palette as P
 from explorer.ui.ruler import TimeRuler
 from explorer.ui.track_canvas import TrackCanvas

@@ -1,6 +1,6 @@
 """One pane of timeline rows (engine lanes or counters): geometry, hit testing and input.
 
-The canvas reads the shared `ViewState` (explorer.model.view_state) and changes it on
+The canvas reads the shared `ViewState` (explorer.model.timeline.view_state) and changes it on
 input (click: `select`, Shift+drag: `set_area`, wheel and drag: the viewport, pointer:
 `set_hover`); it never calls another widget. What it draws is a stack of layers
 (explorer.ui.canvas_layers: grid, rows, overlays, labels), each with its bounds and cache.
@@ -16,13 +16,13 @@ from PySide6.QtCore import QPoint, QPointF, QRect, Qt, Signal
 from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from explorer.model.event_details import describe
-from explorer.model.metrics import format_quantity
-from explorer.model.selection import area_scope
-from explorer.model.track_tree import Row, TrackTree
-from explorer.model.trace_index import EventRef
+from explorer.model.timeline.event_details import describe
+from explorer.model.analysis.metrics import format_quantity
+from explorer.model.timeline.selection import area_scope
+from explorer.model.timeline.track_tree import Row, TrackTree
+from explorer.model.timeline.trace_index import EventRef
 from explorer.model.units import format_ns
-from explorer.model.view_state import ViewState
+from explorer.model.timeline.view_state import ViewState
 from explorer.ui import palette as P
 from explorer.ui.canvas_layers import (
     COUNTER_H, GROUP_H, GUTTER, PIN_W, ROW_H, Frame, Layer, RowGeom, default_layers,

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView, QHBoxLayout, QHeaderView, QTableWidget, QTableWidgetItem, QWidget,
 )
 
-from explorer.model.utilisation import Utilisation
+from explorer.model.timeline.utilisation import Utilisation
 from explorer.ui.palette import BASE
 
 N_BINS = 120
@@ -19,7 +19,7 @@ class QtUtilisation(QWidget):
     """One line per engine kind (active % over time) and a table of range totals.
 
     Follows the timeline's visible range (debounced) so it always explains what
-    is on screen; the numbers come from `explorer.model.utilisation`.
+    is on screen; the numbers come from `explorer.model.timeline.utilisation`.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:

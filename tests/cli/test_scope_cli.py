@@ -13,7 +13,7 @@ import pytest
 
 from model import analysis_traces as at
 from explorer.cli.main import main
-from explorer.model.summary import summarize
+from explorer.model.analysis.summary import summarize
 from simcore.trace import open_trace
 
 

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "model"))
 import analysis_traces as at  # noqa: E402
 
-from explorer.model.summary import summarize  # noqa: E402
+from explorer.model.analysis.summary import summarize  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
 

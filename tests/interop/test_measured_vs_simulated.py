@@ -15,7 +15,7 @@ import pytest
 
 from explorer.export import FORMATS
 from explorer.interop.neuron_profile import import_neuron_profile
-from explorer.model.diff import diff
+from explorer.model.analysis.diff import diff
 from simcore.trace import open_trace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from explorer.export import FORMATS
 from explorer.interop.neuron_profile import import_neuron_profile
 from explorer.interop.neuron_profile import schema as NS
 from explorer.model.scope import Scope
-from explorer.model.summary import summarize
+from explorer.model.analysis.summary import summarize
 from simcore.trace import open_trace
 
 ROOT = Path(__file__).resolve().parents[2]

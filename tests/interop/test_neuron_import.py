@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from explorer.interop.neuron_profile import import_neuron_profile
-from explorer.model.hierarchy import Hierarchy
-from explorer.model.profile_summary import profile_comparison
-from explorer.model.summary import summarize
+from explorer.model.analysis.hierarchy import Hierarchy
+from explorer.model.analysis.profile_summary import profile_comparison
+from explorer.model.analysis.summary import summarize
 from interop.neuron_profiles import T_BASE, write_profile, write_ranks
 from simcore.errors import UserError
 from simcore.trace import open_trace

@@ -10,7 +10,7 @@ import pytest
 from interop.kineto_samples import write_ranks
 from simcore.trace import open_trace, write_trace
 from explorer.interop import import_kineto
-from explorer.model.temporal import breakdown, breakdown_frame, stragglers
+from explorer.model.analysis.temporal import breakdown, breakdown_frame, stragglers
 
 
 @pytest.fixture()

@@ -11,8 +11,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timeline_traces import DMA_ID0, timeline_tables, write_timeline_trace  # noqa: E402
 
-from explorer.model.export_tables import AREA_COLUMNS, area_events  # noqa: E402
-from explorer.model.hierarchy import COLUMN_DOCS, ROW_COLUMNS  # noqa: E402
+from explorer.model.analysis.export_tables import AREA_COLUMNS, area_events  # noqa: E402
+from explorer.model.analysis.hierarchy import COLUMN_DOCS, ROW_COLUMNS  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def test_column_docs_cover_the_operator_tables_metric_columns_and_match_the_docs
 def test_summarize_trace_and_chips_is_summarize_and_summarize_per_chip(tmp_path):
     import analysis_traces as at
 
-    from explorer.model.summary import summarize, summarize_per_chip, summarize_trace_and_chips
+    from explorer.model.analysis.summary import summarize, summarize_per_chip, summarize_trace_and_chips
 
     trace = open_trace(at.write(tmp_path / "basic.trnx"))  # 2 chips, a kernel-only core, throttling
     whole, per_chip = summarize_trace_and_chips(trace)

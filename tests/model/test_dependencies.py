@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import analysis_traces as at  # noqa: E402
 
-from explorer.model.dependencies import Dependencies  # noqa: E402
+from explorer.model.analysis.dependencies import Dependencies  # noqa: E402
 from simcore.errors import UserError  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 

@@ -12,9 +12,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import analysis_traces as at  # noqa: E402
 
-from explorer.model.diff import diff  # noqa: E402
-from explorer.model.metrics import METRIC_NAMES  # noqa: E402
-from explorer.model.summary import summarize  # noqa: E402
+from explorer.model.analysis.diff import diff  # noqa: E402
+from explorer.model.analysis.metrics import METRIC_NAMES  # noqa: E402
+from explorer.model.analysis.summary import summarize  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
 

@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import analysis_traces as at  # noqa: E402
 
-from explorer.model.bound import classify  # noqa: E402
-from explorer.model.hierarchy import ROW_COLUMNS, Hierarchy  # noqa: E402
+from explorer.model.analysis.bound import classify  # noqa: E402
+from explorer.model.analysis.hierarchy import ROW_COLUMNS, Hierarchy  # noqa: E402
 from simcore.errors import UserError  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
@@ -139,7 +139,7 @@ def test_trace_without_ops_or_hardware_still_lists_kernels(tmp_path):
 
 
 def test_filter_closure_keeps_matches_their_ancestors_and_their_subtrees(h):
-    from explorer.model.hierarchy import filter_closure
+    from explorer.model.analysis.hierarchy import filter_closure
 
     rows = h.rows()
     shown, matches = filter_closure(rows, "  SoftMax ")

@@ -11,9 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import analysis_traces as at  # noqa: E402
 
-from explorer.model.export_tables import write_csv, write_operator_table, write_summary  # noqa: E402
-from explorer.model.hierarchy import ROW_COLUMNS, Hierarchy  # noqa: E402
-from explorer.model.summary import summarize  # noqa: E402
+from explorer.model.analysis.export_tables import write_csv, write_operator_table, write_summary  # noqa: E402
+from explorer.model.analysis.hierarchy import ROW_COLUMNS, Hierarchy  # noqa: E402
+from explorer.model.analysis.summary import summarize  # noqa: E402
 from simcore.errors import UserError  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 

@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import analysis_traces as at  # noqa: E402
 
-from explorer.model.hierarchy import Hierarchy  # noqa: E402
-from explorer.model.recommendations import RULES, recommend  # noqa: E402
+from explorer.model.analysis.hierarchy import Hierarchy  # noqa: E402
+from explorer.model.analysis.recommendations import RULES, recommend  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
 

@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import analysis_traces as at  # noqa: E402
 
-from explorer.model.metrics import METRIC_NAMES  # noqa: E402
-from explorer.model.summary import summarize, summarize_per_chip  # noqa: E402
+from explorer.model.analysis.metrics import METRIC_NAMES  # noqa: E402
+from explorer.model.analysis.summary import summarize, summarize_per_chip  # noqa: E402
 from simcore.errors import UserError  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
@@ -171,7 +171,7 @@ def test_bad_selection_is_one_sentence_user_error(trace, kwargs, fragment):
 
 
 def test_metric_formatting_shared_by_cli_and_gui():
-    from explorer.model.metrics import format_metric
+    from explorer.model.analysis.metrics import format_metric
 
     assert format_metric(None, "%") == "n/a"
     assert format_metric(1_234_567, "ns") == "1.235 ms"
@@ -184,9 +184,9 @@ def test_metric_formatting_shared_by_cli_and_gui():
 def test_empty_trace_reports_zeros_and_reasons_never_nan(tmp_path):
     import json
 
-    from explorer.model.diff import diff
-    from explorer.model.hierarchy import Hierarchy
-    from explorer.model.recommendations import recommend
+    from explorer.model.analysis.diff import diff
+    from explorer.model.analysis.hierarchy import Hierarchy
+    from explorer.model.analysis.recommendations import recommend
 
     tables = at.basic_tables()
     empty = {name: {c: [] for c in cols} for name, cols in tables.items()}

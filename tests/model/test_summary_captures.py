@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.model.diff import diff
-from explorer.model.hierarchy import Hierarchy
-from explorer.model.recommendations import recommend
-from explorer.model.summary import summarize
+from explorer.model.analysis.diff import diff
+from explorer.model.analysis.hierarchy import Hierarchy
+from explorer.model.analysis.recommendations import recommend
+from explorer.model.analysis.summary import summarize
 from simcore.capture import capture
 from simcore.trace import open_trace
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from explorer.model.metrics import METRIC_NAMES, markdown_table
-from explorer.model.recommendations import RULES
+from explorer.model.analysis.metrics import METRIC_NAMES, markdown_table
+from explorer.model.analysis.recommendations import RULES
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
 
 
 def test_generated_metric_table_matches_the_code():
     text = DOC.read_text()
-    begin = "<!-- BEGIN GENERATED METRICS (explorer.model.metrics.markdown_table) -->\n"
+    begin = "<!-- BEGIN GENERATED METRICS (explorer.model.analysis.metrics.markdown_table) -->\n"
     inside = text.split(begin, 1)[1].split("\n<!-- END GENERATED METRICS -->", 1)[0]
     assert inside == markdown_table(), "regenerate the table in docs/metrics.md from markdown_table()"
     for name in METRIC_NAMES:

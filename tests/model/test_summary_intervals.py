@@ -82,7 +82,7 @@ def test_mean_concurrency_against_brute_force():
 
 
 def test_engine_activity_slices_agree_with_the_generic_path():
-    from explorer.model.engine_time import _generic, engine_activity
+    from explorer.model.analysis.engine_time import _generic, engine_activity
     from explorer.model.intervals import union_runs_per_group
 
     rng = np.random.default_rng(11)

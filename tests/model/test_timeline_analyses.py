@@ -12,13 +12,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from timeline_traces import DMA_ID0, MM_FLOPS, write_timeline_trace  # noqa: E402
 
-from explorer.model.collective_waits import collective_waits  # noqa: E402
-from explorer.model.event_details import event_details  # noqa: E402
-from explorer.model.search import search  # noqa: E402
-from explorer.model.selection import area_scope, summarize_area  # noqa: E402
-from explorer.model.trace_index import EventRef, TraceIndex  # noqa: E402
-from explorer.model.track_tree import TrackTree  # noqa: E402
-from explorer.model.utilisation import Utilisation  # noqa: E402
+from explorer.model.timeline.collective_waits import collective_waits  # noqa: E402
+from explorer.model.timeline.event_details import event_details  # noqa: E402
+from explorer.model.timeline.search import search  # noqa: E402
+from explorer.model.timeline.selection import area_scope, summarize_area  # noqa: E402
+from explorer.model.timeline.trace_index import EventRef, TraceIndex  # noqa: E402
+from explorer.model.timeline.track_tree import TrackTree  # noqa: E402
+from explorer.model.timeline.utilisation import Utilisation  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
 

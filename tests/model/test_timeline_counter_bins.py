@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.model.counter_bins import CounterSeries
+from explorer.model.timeline.counter_bins import CounterSeries
 
 
 def brute(series, edges):

@@ -1,10 +1,10 @@
-"""Per-pixel coverage (explorer.model.lod): exact at every zoom, overlaps counted once."""
+"""Per-pixel coverage (explorer.model.timeline.lod): exact at every zoom, overlaps counted once."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from explorer.model.lod import Coverage, fractions_many, merge_overlaps, prefix_sum
+from explorer.model.timeline.lod import Coverage, fractions_many, merge_overlaps, prefix_sum
 
 
 def brute_fractions(start, dur, edges):

@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from timeline_traces import DMA_ID0, write_timeline_trace  # noqa: E402
 
-from explorer.model.trace_index import EventRef, TraceIndex  # noqa: E402
+from explorer.model.timeline.trace_index import EventRef, TraceIndex  # noqa: E402
 from simcore.trace import open_trace  # noqa: E402
 
 

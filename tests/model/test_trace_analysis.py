@@ -1,4 +1,4 @@
-"""One composition of a trace's analyses for the CLI and the GUI (explorer.model.trace_analysis)."""
+"""One composition of a trace's analyses for the CLI and the GUI (explorer.model.analysis.trace_analysis)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from model import analysis_traces as at
 from explorer.cli.summary import build_report
 from explorer.model.scope import Scope
-from explorer.model.trace_analysis import TraceAnalysis
-from explorer.model.trace_index import TraceIndex
+from explorer.model.analysis.trace_analysis import TraceAnalysis
+from explorer.model.timeline.trace_index import TraceIndex
 from simcore.trace import open_trace
 
 

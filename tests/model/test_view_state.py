@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from model.timeline_traces import DMA_ID0, write_timeline_trace
-from explorer.model.selection import area_scope
-from explorer.model.time_axis import nice_step, tick_label, tick_times
-from explorer.model.trace_index import TraceIndex
-from explorer.model.view_state import MIN_WIDTH_NS, ViewState
+from explorer.model.timeline.selection import area_scope
+from explorer.model.timeline.time_axis import nice_step, tick_label, tick_times
+from explorer.model.timeline.trace_index import TraceIndex
+from explorer.model.timeline.view_state import MIN_WIDTH_NS, ViewState
 from simcore.trace import open_trace
 
 

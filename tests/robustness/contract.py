@@ -23,7 +23,7 @@ def import_or_one_sentence(paths: list[Path], out: Path) -> bool:
     """Import Kineto files; True for a valid trace (also analysed and exported), False for a clean error."""
     from explorer.export import FORMATS
     from explorer.interop import import_kineto
-    from explorer.model.temporal import breakdown, stragglers
+    from explorer.model.analysis.temporal import breakdown, stragglers
 
     try:
         import_kineto(paths, out)
@@ -45,7 +45,7 @@ def open_or_one_sentence(path: Path) -> bool:
         from explorer.cli.info import describe
 
         from explorer.export import FORMATS
-        from explorer.model.temporal import breakdown, stragglers
+        from explorer.model.analysis.temporal import breakdown, stragglers
 
         describe(str(path))  # `trnx info`: meta only (no validation), row counts, chips, names
         trace = open_trace(path)
@@ -66,8 +66,8 @@ def import_profile_or_one_sentence(paths: list[Path], out: Path) -> bool:
     exported), False for a clean one-sentence error that left nothing behind."""
     from explorer.export import FORMATS
     from explorer.interop.neuron_profile import import_neuron_profile
-    from explorer.model.profile_summary import profile_comparison
-    from explorer.model.summary import summarize
+    from explorer.model.analysis.profile_summary import profile_comparison
+    from explorer.model.analysis.summary import summarize
 
     try:
         import_neuron_profile(paths, out)

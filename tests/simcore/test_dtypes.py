@@ -8,7 +8,7 @@ import json
 import pytest
 
 import simcore
-from explorer.model.peaks import Peaks
+from explorer.model.analysis.peaks import Peaks
 from simcore.capture import CaptureConfig, resolve
 from simcore.errors import ConfigError
 from simcore.dtypes import DTYPE_TABLE, MATMUL_DTYPES, MX_DTYPES, bf16_flop_weight, dtype_bytes, peak_tflops

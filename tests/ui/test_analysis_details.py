@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_helpers import ready  # noqa: E402
 from timeline_traces import DMA_ID0, HARDWARE  # noqa: E402
 
-from explorer.model.trace_index import EventRef  # noqa: E402
+from explorer.model.timeline.trace_index import EventRef  # noqa: E402
 
 
 def click_event(window, ref) -> None:

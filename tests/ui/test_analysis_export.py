@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_helpers import ready  # noqa: E402
 
-from explorer.model.hierarchy import ROW_COLUMNS  # noqa: E402
+from explorer.model.analysis.hierarchy import ROW_COLUMNS  # noqa: E402
 
 
 def export_action(w, name: str):

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QWidget
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_helpers import SAMPLES, click_row, open_ready, ready, row_of  # noqa: E402
-from explorer.model.trace_index import EventRef  # noqa: E402
+from explorer.model.timeline.trace_index import EventRef  # noqa: E402
 from explorer.ui.operators_view import CHUNK, COLUMN_KEYS  # noqa: E402
 
 

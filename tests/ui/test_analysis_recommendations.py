@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from analysis_helpers import SAMPLES, open_ready, ready  # noqa: E402
 from timeline_traces import DMA_ID0  # noqa: E402
 
-from explorer.model.recommendations import recommend  # noqa: E402
-from explorer.model.trace_index import EventRef  # noqa: E402
+from explorer.model.analysis.recommendations import recommend  # noqa: E402
+from explorer.model.timeline.trace_index import EventRef  # noqa: E402
 
 
 def click_item(widget, row: int) -> None:

@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
 import analysis_traces as at  # noqa: E402
 from analysis_helpers import SAMPLES, open_ready  # noqa: E402
 
-from explorer.model.metrics import METRICS, format_metric  # noqa: E402
-from explorer.model.summary import summarize  # noqa: E402
+from explorer.model.analysis.metrics import METRICS, format_metric  # noqa: E402
+from explorer.model.analysis.summary import summarize  # noqa: E402
 
 
 def trnx_json(*args) -> dict:

@@ -16,7 +16,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QWheelEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QWidget
 
-from explorer.model.trace_index import EventRef
+from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import GUTTER, PIN_W
 from timeline_traces import DMA_ID0
 

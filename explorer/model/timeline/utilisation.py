@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.model.lod import Coverage
-from explorer.model.trace_index import TraceIndex
+from explorer.model.timeline.lod import Coverage
+from explorer.model.timeline.trace_index import TraceIndex
 
 ENGINES: tuple[tuple[str, str], ...] = (
     # (label, track kind)

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from explorer.model.counter_bins import CounterSeries
+from explorer.model.timeline.counter_bins import CounterSeries
 from explorer.model.events import TABLE_NAMES as EVENT_TABLES
 from explorer.model.events import EventIndex
-from explorer.model.lod import Coverage, is_disjoint, prefix_sum
+from explorer.model.timeline.lod import Coverage, is_disjoint, prefix_sum
 from explorer.model.table_chunks import batches, column_rows, take
 from simcore.errors import UserError
 from simcore.trace import Trace

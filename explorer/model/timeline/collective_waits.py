@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.model.trace_index import EventRef, TraceIndex, column_numpy, dictionary_codes
+from explorer.model.timeline.trace_index import EventRef, TraceIndex, column_numpy, dictionary_codes
 
 MAX_COLLECTIVES = 400
 

@@ -23,10 +23,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from explorer.model.bound import classify
+from explorer.model.analysis.bound import classify
 from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.intervals import mean_concurrency, union_length_per_group
-from explorer.model.peaks import Peaks
+from explorer.model.analysis.peaks import Peaks
 from explorer.model.scope import Tracks, codes, num, strings
 from explorer.model.table_chunks import TrackRuns, batches, take_rows
 from simcore.errors import UserError
@@ -52,7 +52,7 @@ COLUMN_DOCS: dict[str, str] = {
     "tflops": "flops / dur_ns / 1e3: achieved TFLOPS over the row's wall time.",
     "gbps": "hbm_bytes / dur_ns (bytes per ns = GB/s).",
     "arithmetic_intensity": "flops / hbm_bytes in FLOP per byte (empty when there are no HBM bytes).",
-    "bound": "What limits the row: compute, hbm, dma_latency, collective or unknown (explorer.model.bound).",
+    "bound": "What limits the row: compute, hbm, dma_latency, collective or unknown (explorer.model.analysis.bound).",
     "dtype": "Compute data type of a kernel's matmuls, or an instruction's operand type.",
     "chip": "Chip index (-1 for ops, which may span chips).",
     "core": "NeuronCore index (-1 for ops).",

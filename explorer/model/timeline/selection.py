@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from explorer.model.scope import Scope
-from explorer.model.trace_index import EventTable, TraceIndex
+from explorer.model.timeline.trace_index import EventTable, TraceIndex
 from simcore.trace.schema import COUNTER_HBM_READ, COUNTER_HBM_WRITE
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.model.trace_index import EventRef, TraceIndex, column_numpy, dictionary_codes
+from explorer.model.timeline.trace_index import EventRef, TraceIndex, column_numpy, dictionary_codes
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
 
 MAX_DEPENDENCIES = 200

@@ -2,7 +2,7 @@
 
 A measured profile (an imported Neuron Explorer or PyTorch profile) and a simulation of the
 same model rarely have the same hierarchy shape - different op counts, fused or split
-kernels, other occurrence orders - so matching by position (explorer.model.diff) pairs the
+kernels, other occurrence orders - so matching by position (explorer.model.analysis.diff) pairs the
 wrong rows. Here each level is grouped by name: per (level, name) the number of rows and
 their summed time in each trace, the time ratio B / A, sorted by |B - A| so the rows where
 the simulator is most wrong come first.

@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from explorer.model.collective_stats import collective_table
-from explorer.model.dependencies import Dependencies
-from explorer.model.hierarchy import Hierarchy
-from explorer.model.recommendations import Recommendation, recommend
+from explorer.model.analysis.collective_stats import collective_table
+from explorer.model.analysis.dependencies import Dependencies
+from explorer.model.analysis.hierarchy import Hierarchy
+from explorer.model.analysis.recommendations import Recommendation, recommend
 from explorer.model.scope import Scope, Tracks
-from explorer.model.summary import Summary, summarize, summarize_per_chip, summarize_trace_and_chips
-from explorer.model.temporal import TemporalSummary, temporal_summary
-from explorer.model.trace_index import EventRef, TraceIndex
+from explorer.model.analysis.summary import Summary, summarize, summarize_per_chip, summarize_trace_and_chips
+from explorer.model.analysis.temporal import TemporalSummary, temporal_summary
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
 from simcore.trace import Trace
 
 
@@ -88,7 +88,7 @@ class TraceAnalysis:
 
     def report(self, *, per_chip: bool = False, recommendations: bool = True) -> dict[str, Any]:
         """Everything `trnx summary` prints, as plain data (what `--json` emits)."""
-        from explorer.model.profile_summary import profile_comparison
+        from explorer.model.analysis.profile_summary import profile_comparison
 
         trace = self.trace
         out: dict[str, Any] = {

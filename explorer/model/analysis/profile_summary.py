@@ -1,7 +1,7 @@
 """A Neuron Explorer profile's own Summary beside ours, with every disagreement named.
 
 An imported profile keeps each rank's `Summary` row (meta.neuron_profile). For each
-field with a counterpart in `explorer.model.metrics`, `profile_comparison` converts the
+field with a counterpart in `explorer.model.analysis.metrics`, `profile_comparison` converts the
 profile's value to our unit (seconds -> ns) and sets it beside our metric for that rank
 (its chip, over the rank's own window), flagging a disagreement beyond the tolerance:
 0.05 percentage points for percentages, 0.5% of the larger value otherwise.
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.model.metrics import METRIC_BY_NAME
+from explorer.model.analysis.metrics import METRIC_BY_NAME
 from explorer.model.scope import ENGINES
-from explorer.model.summary import summarize
+from explorer.model.analysis.summary import summarize
 from simcore.trace import Trace
 
 # (Neuron Summary field, our metric, factor from Neuron's unit to ours)

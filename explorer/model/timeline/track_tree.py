@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from explorer.model.trace_index import KIND_ORDER, TraceIndex, TrackInfo
+from explorer.model.timeline.trace_index import KIND_ORDER, TraceIndex, TrackInfo
 
 AUTO_COLLAPSE_ROWS = 160  # above this many rows, groups start folded ...
 OPEN_CORES = 2  # ... except chip 0 and its first cores

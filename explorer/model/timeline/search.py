@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.model.trace_index import EventRef, Lane, TraceIndex
+from explorer.model.timeline.trace_index import EventRef, Lane, TraceIndex
 
 
 @dataclass

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from psygnal import Signal
 
-from explorer.model.event_details import Dependency, dependencies
+from explorer.model.timeline.event_details import Dependency, dependencies
 from explorer.model.scope import Scope
-from explorer.model.trace_index import COLOUR_MODES, ColourCodes, EventRef, TraceIndex
+from explorer.model.timeline.trace_index import COLOUR_MODES, ColourCodes, EventRef, TraceIndex
 
 MIN_WIDTH_NS = 8.0  # deepest zoom: a few ns across the screen (single instructions are ~10s of ns)
 HIGHLIGHT_MIN_NS = 2000.0  # a highlighted event is shown at least this wide, and 8x its length

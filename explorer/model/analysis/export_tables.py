@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from explorer.model.hierarchy import Hierarchy
+from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.intervals import overlaps
-from explorer.model.metrics import METRIC_BY_NAME
+from explorer.model.analysis.metrics import METRIC_BY_NAME
 from explorer.model.scope import Tracks, codes, num
-from explorer.model.summary import Summary
+from explorer.model.analysis.summary import Summary
 from explorer.model.table_chunks import batches, take_rows
 from simcore.atomic import atomic_path
 from simcore.trace import Trace

@@ -1,0 +1,437 @@
+"""Performance recommendations: rules that fire on evidence in the trace and link to where it is.
+
+Each rule looks for one known problem, measures how much time is at stake
+(`impact_ns`), and fires only when that is a real share of the work. A
+`Recommendation` carries its evidence (numbers a user can check) and `Link`s
+(hierarchy node, tracks and time range) that a view follows to the place in the
+trace. Rules, thresholds and the reasoning are documented in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from explorer.model.analysis.dependencies import _Table
+from explorer.model.events import DMA, INSTRUCTION, EventIndex
+from explorer.model.analysis.hierarchy import Hierarchy
+from explorer.model.scope import COUNTER_KIND, num, strings
+from explorer.model.analysis.summary import SMALL_DMA_BYTES_PER_PARTITION, Summary, summarize
+from explorer.model.table_chunks import batches, pick, take
+from simcore.trace import Trace
+from simcore.trace.schema import COUNTER_THROTTLE
+
+MIN_SHARE = 0.05  # a rule fires when the time it explains is >= 5% of the time it is measured against
+STRAGGLER_DOMINANCE = 0.5  # the last rank's lead over the next-to-last >= 50% of the others' mean wait
+SKEW_BYTES_RATIO = 1.25  # max/mean bytes across ranks of an all-to-all
+MIN_KERNEL_SAVING = 0.10  # MXFP8 advice lists kernels it would speed up by >= 10%
+MOE_WORDS = ("moe", "expert", "dispatch", "combine", "router")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A place in the trace: a hierarchy node (when there is one), timeline rows and a time range."""
+
+    label: str
+    node: str  # "kernel:7", "op:3", "instruction:12", "dma:5", "collective:4" or "" for a plain range
+    track_ids: tuple[int, ...]
+    t0: int
+    t1: int
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    rule: str  # stable id, e.g. "small_dma_transfers"
+    title: str  # one line: what is wrong
+    advice: str  # what to do about it
+    impact_ns: int  # time the problem accounts for (or would save)
+    impact_percent: float  # impact_ns over the time it is measured against (see docs/metrics.md)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    links: tuple[Link, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["links"] = [asdict(link) for link in self.links]
+        return d
+
+
+def _py(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return None if np.isnan(v) else float(v)
+    return v
+
+
+def _kernel_link(k: pd.Series, why: str) -> Link:
+    return Link(f"{why}: kernel {k['name']} #{int(k['kernel_id'])} (chip {int(k['chip'])} core {int(k['core'])})",
+                f"kernel:{int(k['kernel_id'])}", (int(k["track_id"]),), int(k["start_ns"]), int(k["end_ns"]))
+
+
+class _Context:
+    """What the rules share: the trace, its operator tree, the summary and the event index."""
+
+    def __init__(self, trace: Trace, hierarchy: Hierarchy | None, summary: Summary | None) -> None:
+        self.trace = trace
+        self.h = hierarchy or Hierarchy(trace)
+        self.summary = summary or summarize(trace)
+        self.kernels = self.h.kernels
+        self.kernel_time = float(self.kernels["dur_ns"].sum())
+
+    @property
+    def events(self) -> EventIndex:
+        return self.h.events
+
+
+# -- rules ---------------------------------------------------------------------------
+def hbm_bound_low_intensity(c: _Context) -> list[Recommendation]:
+    k = c.kernels
+    ridge = np.array([c.h.peaks.ridge_flops_per_byte(d) or np.nan for d in k["dtype"]])
+    hit = k[(k["bound"] == "hbm") & (k["arithmetic_intensity"].fillna(0) < ridge)]
+    if hit.empty or c.kernel_time <= 0:
+        return []
+    t = float(hit["dur_ns"].sum())
+    if t < MIN_SHARE * c.kernel_time:
+        return []
+    worst = hit.loc[hit["dur_ns"].idxmax()]
+    by_name = hit.groupby("name")["dur_ns"].sum().sort_values(ascending=False)
+    bw = c.h.peaks.hbm_bandwidth_gbps
+    gbps = float((hit["hbm_bytes"].sum()) / max(t, 1))
+    return [Recommendation(
+        "hbm_bound_low_intensity",
+        f"{len(hit)} HBM-bound kernels with low arithmetic intensity take {100 * t / c.kernel_time:.0f}% of kernel time",
+        "Raise FLOPs per HBM byte: fuse these kernels with their neighbours, keep weights or KV blocks resident in "
+        "SBUF across uses, and process more tokens per weight load (larger batch, speculative decoding).",
+        int(t), 100 * t / c.kernel_time,
+        {
+            "kernels": int(len(hit)),
+            "top_kernels": {str(n): int(v) for n, v in by_name.head(5).items()},
+            "mean_arithmetic_intensity": _py(hit["arithmetic_intensity"].mean()),
+            "ridge_intensity": _py(np.nanmean(ridge[hit.index])),
+            "achieved_gbps_per_kernel": gbps,
+            "hbm_bandwidth_gbps": bw,
+        },
+        (_kernel_link(worst, "longest"),),
+    )]
+
+
+def small_dma_transfers(c: _Context) -> list[Recommendation]:
+    dma = c.trace.dma
+    if not dma.num_rows:
+        return []
+    nbytes = num(dma, "bytes")
+    parts = np.maximum(num(dma, "partitions"), 1)
+    small = nbytes < SMALL_DMA_BYTES_PER_PARTITION * parts
+    n_small = int(small.sum())
+    dur = num(dma, "dur_ns")
+    t_small = int(dur[small].sum())
+    if n_small == 0 or t_small < MIN_SHARE * max(int(dur.sum()), 1):
+        return []
+    kid = num(dma, "kernel_id")[small]
+    per_kernel = pd.Series(dur[small]).groupby(kid).sum().sort_values(ascending=False)
+    links = []
+    top = per_kernel.index[0]
+    k = c.kernels[c.kernels["kernel_id"] == top]
+    if len(k):
+        links.append(_kernel_link(k.iloc[0], "most small transfers"))
+    first = int(np.flatnonzero(small)[np.argmax(dur[small])])
+    s = int(num(dma, "start_ns")[first])
+    links.append(Link(f"longest small transfer dma:{int(num(dma, 'id')[first])}", f"dma:{int(num(dma, 'id')[first])}",
+                      (int(num(dma, "track_id")[first]),), s, s + int(dur[first])))
+    total = max(int(dur.sum()), 1)
+    return [Recommendation(
+        "small_dma_transfers",
+        f"{n_small} of {len(nbytes)} DMA transfers move under 2 KiB per partition",
+        "Transfers under 2 KiB per partition pay the fixed DMA cost for little data: coalesce them into larger "
+        "tiles (4 KiB+ per partition saturates a queue), or lay data out so each partition reads a contiguous run.",
+        t_small, 100.0 * t_small / total,
+        {
+            "small_transfers": n_small,
+            "transfers": int(len(nbytes)),
+            "small_percent": 100.0 * n_small / len(nbytes),
+            "mean_bytes_per_partition_small": float((nbytes[small] / parts[small]).mean()),
+            "small_transfer_time_ns": t_small,
+            "dma_time_ns": int(dur.sum()),
+        },
+        tuple(links),
+    )]
+
+
+def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
+    """Tensor-engine instructions whose binding wait was a DMA transfer finishing after the engine was free."""
+    flows = c.trace.flows
+    ins = c.trace.instructions
+    if not flows.num_rows or not ins.num_rows:
+        return []
+    tracks = c.h.tracks
+    is_tensor_track = np.isin(tracks.kind, ["tensor", "tensor_matrix"])
+    table = _Table(c.trace, INSTRUCTION)  # reads rows in place; knows each row's previous on its track
+    k_start = c.kernels.set_index("kernel_id")["start_ns"]
+    t0 = c.trace.span_ns[0]
+    found = []
+    # flows batch by batch, and only the rows they point at are read: temporaries are a batch's
+    for _, f, _ in batches(flows, ("src_id", "dst_id")):
+        src_t, src_r = c.events.locate(f["src_id"])
+        dst_t, dst_r = c.events.locate(f["dst_id"])
+        ok = (src_t == DMA) & (dst_t == INSTRUCTION)
+        ok[ok] &= is_tensor_track[take(ins, "track_id", dst_r[ok])]
+        if not ok.any():
+            continue
+        rows = dst_r[ok]
+        dma, src = c.trace.dma, src_r[ok]
+        dma_end = take(dma, "start_ns", src) + take(dma, "dur_ns", src)
+        start = table.start[rows]
+        prev = table.previous_rows(rows)  # the previous instruction on the same track
+        free_at = np.where(prev >= 0, table.end[np.maximum(prev, 0)], t0)
+        kern = table.kernel[rows]
+        ks = pd.Series(kern).map(k_start).fillna(t0).to_numpy(np.int64)
+        free_at = np.maximum(free_at, ks)  # before its kernel began, idling is not this kernel's wait
+        found.append((rows, np.clip(np.minimum(dma_end, start) - free_at, 0, None), kern))
+    if not found:
+        return []
+    rows, wait, kern = (np.concatenate([x[i] for x in found]) for i in range(3))
+    # per instruction: its longest wait and its kernel (pandas' groupby("row").agg(max, first))
+    order = np.argsort(rows, kind="stable")
+    rows, wait, kern = rows[order], wait[order], kern[order]
+    first = np.r_[0, np.flatnonzero(rows[1:] != rows[:-1]) + 1]
+    frame = pd.DataFrame({"wait": np.maximum.reduceat(wait, first), "kernel": kern[first]},
+                         index=pd.Index(rows[first], name="row"))
+    del order, rows, wait, kern
+    total_wait = int(frame["wait"].sum())
+    active = c.summary.metrics.get("tensor_engine_active_time_ns") or 0
+    if total_wait <= 0 or active <= 0 or total_wait < MIN_SHARE * active:
+        return []
+    per_kernel = frame.groupby("kernel")["wait"].sum().sort_values(ascending=False)
+    links = []
+    k = c.kernels[c.kernels["kernel_id"] == per_kernel.index[0]]
+    if len(k):
+        links.append(_kernel_link(k.iloc[0], "most tensor-engine wait"))
+    worst = int(frame["wait"].idxmax())
+    wid = int(table.id[worst])
+    links.append(Link(f"longest wait before instruction:{wid}", f"instruction:{wid}", (int(table.track[worst]),),
+                      int(table.start[worst] - frame.loc[worst, "wait"]), int(table.end[worst])))
+    return [Recommendation(
+        "tensor_waiting_on_dma",
+        f"The tensor engine sat idle {total_wait:,} ns waiting for DMA transfers",
+        "Prefetch the next tiles earlier: deepen the buffering (double/triple buffer the stationary and moving "
+        "tiles), spread loads over more DMA queues, and issue loads for tile i+1 before computing tile i.",
+        total_wait, 100.0 * total_wait / active,
+        {
+            "wait_ns": total_wait,
+            "tensor_engine_active_time_ns": int(active),
+            "instructions_waiting": int((frame["wait"] > 0).sum()),
+            "top_kernels": {str(int(kid)): int(v) for kid, v in per_kernel.head(5).items()},
+        },
+        tuple(links),
+    )]
+
+
+def throttling(c: _Context) -> list[Recommendation]:
+    m = c.summary.metrics
+    pct = m.get("throttled_time_percent")
+    if pct is None or pct < 100 * MIN_SHARE:
+        return []
+    tracks = c.h.tracks
+    thr = np.flatnonzero((tracks.kind == COUNTER_KIND) & (tracks.name == COUNTER_THROTTLE))
+    ctr = c.trace.counters
+    is_thr = np.zeros(len(tracks), bool)
+    is_thr[thr] = True
+    tid, time, value = pick(ctr, ("track_id", "time_ns", "value"), is_thr)  # only the Throttling samples
+    order = np.lexsort((time, tid))
+    tid, time, value = tid[order], time[order], value[order]
+    nxt = np.r_[time[1:], 0]
+    last = np.r_[tid[1:] != tid[:-1], True]
+    nxt[last] = max(c.trace.span_ns[1], int(time.max()))
+    length = nxt - time
+    lost = float((length * np.clip(100.0 - value, 0, 100) / 100.0).sum())
+    capacity = float(m["total_time_ns"]) * len(thr)
+    if capacity <= 0 or lost < MIN_SHARE * capacity:
+        return []
+    low = value < 100.0
+    i = int(np.flatnonzero(low)[np.argmax(length[low])])
+    return [Recommendation(
+        "throttling",
+        f"The tensor engine was throttled {pct:.0f}% of the time (mean limit {m['average_utilization_limit_percent']:.0f}%)",
+        "Power (dI/dt) throttling restarts the tensor engine at about half rate after idle gaps and ramps over "
+        "~3 us: keep it fed continuously (fewer, longer matmul bursts; overlap loads so it never drops below 50% "
+        "utilisation) rather than in short bursts separated by waits.",
+        int(lost), 100.0 * lost / capacity,
+        {
+            "throttled_time_ns": m["throttled_time_ns"],
+            "throttled_time_percent": pct,
+            "average_utilization_limit_percent": m["average_utilization_limit_percent"],
+            "capacity_lost_ns": int(lost),
+        },
+        (Link(f"longest throttled stretch on {tracks.name[tid[i]]} (chip {tracks.chip[tid[i]]} core {tracks.core[tid[i]]})",
+              "", (int(tid[i]),), int(time[i]), int(nxt[i])),),
+    )]
+
+
+def _collective_frame(c: _Context) -> pd.DataFrame:
+    cc = c.trace.collectives
+    if not cc.num_rows:
+        return pd.DataFrame()
+    f = pd.DataFrame({
+        "cid": num(cc, "collective_id"), "track_id": num(cc, "track_id"), "chip": num(cc, "chip"),
+        "rank": num(cc, "rank"), "kind": strings(cc, "kind"), "op_id": num(cc, "op_id"),
+        "bytes": num(cc, "bytes"), "arrive": num(cc, "arrive_ns"), "start": num(cc, "start_ns"),
+        "end": num(cc, "end_ns"), "wait": num(cc, "wait_ns"),
+    })
+    f = f.sort_values(["cid", "arrive"], kind="stable")
+    g = f.groupby("cid")
+    f["n"] = g["rank"].transform("size")
+    f["is_last"] = ~f.duplicated("cid", keep="last")
+    second = g["arrive"].transform(lambda a: a.iloc[-2] if len(a) > 1 else a.iloc[-1])
+    f["lead"] = g["arrive"].transform("max") - second  # how far the last rank trailed the next-to-last
+    other_wait = f["wait"].where(~f["is_last"])
+    f["others_mean_wait"] = other_wait.groupby(f["cid"]).transform("mean")
+    f["bytes_ratio"] = f["bytes"] / g["bytes"].transform("mean").replace(0, np.nan)
+    f["max_bytes_ratio"] = f.groupby("cid")["bytes_ratio"].transform("max")
+    f["transfer"] = g["end"].transform("max") - g["start"].transform("max")
+    f["straggler"] = (f["n"] > 1) & (f["others_mean_wait"] > 0) & (f["lead"] >= STRAGGLER_DOMINANCE * f["others_mean_wait"])
+    op_text = c.h._ops_raw.set_index("op_id")[["name", "kind"]].astype(str).agg(" ".join, axis=1).str.lower()
+    f["moe"] = f["op_id"].map(op_text).fillna("").str.contains("|".join(MOE_WORDS))
+    f["skewed_a2a"] = (f["kind"] == "all_to_all") & (
+        (f["max_bytes_ratio"] >= SKEW_BYTES_RATIO) | ((f["others_mean_wait"] > 0) & ~f["straggler"])
+    )
+    return f
+
+
+def _collective_link(f: pd.DataFrame, cid: int, why: str) -> Link:
+    rows = f[f["cid"] == cid]
+    return Link(f"{why}: collective {cid} ({rows['kind'].iloc[0]}, {len(rows)} ranks)", f"collective:{cid}",
+                tuple(sorted(set(rows["track_id"].astype(int).tolist()))), int(rows["arrive"].min()), int(rows["end"].max()))
+
+
+def collective_straggler(c: _Context) -> list[Recommendation]:
+    f = _collective_frame(c)
+    if f.empty:
+        return []
+    total = float((f["end"] - f["arrive"]).sum())
+    strag = f[f["straggler"] & ~f["skewed_a2a"]]
+    if strag.empty or total <= 0:
+        return []
+    # waits caused: every other rank waited at least `lead` for the last one
+    caused = strag.assign(caused=strag["lead"] * (strag["n"] - 1))
+    last = caused[caused["is_last"]]
+    by_chip = last.groupby("chip")["caused"].sum().sort_values(ascending=False)
+    chip = int(by_chip.index[0])
+    chip_caused = float(by_chip.iloc[0])
+    if chip_caused < MIN_SHARE * total:
+        return []
+    mine = last[last["chip"] == chip]
+    worst = int(mine.loc[mine["caused"].idxmax(), "cid"])
+    n_coll = int(f["cid"].nunique())
+    return [Recommendation(
+        "collective_straggler",
+        f"Chip {chip} arrived last at {len(mine)} of {n_coll} collectives and kept the other ranks waiting",
+        "The other ranks' waits are set by one slow rank: find what makes it late (extra work, a slower link, a noisy "
+        "neighbour, unbalanced sharding) on its timeline just before the collective, and rebalance that work.",
+        int(chip_caused), 100.0 * chip_caused / total,
+        {
+            "chip": chip,
+            "rank": int(mine["rank"].iloc[0]),
+            "collectives_last": int(len(mine)),
+            "collectives": n_coll,
+            "wait_caused_ns": int(chip_caused),
+            "collective_time_ns": int(total),
+            "mean_lead_ns": float(mine["lead"].mean()),
+        },
+        (_collective_link(f, worst, "worst"),),
+    )]
+
+
+def alltoall_routing_skew(c: _Context) -> list[Recommendation]:
+    f = _collective_frame(c)
+    if f.empty:
+        return []
+    total = float((f["end"] - f["arrive"]).sum())
+    hit = f[f["skewed_a2a"]]
+    if hit.empty or total <= 0:
+        return []
+    wait = float(hit["wait"].sum())
+    if wait < MIN_SHARE * total:
+        return []
+    per = hit.groupby("cid").agg(wait=("wait", "sum"), ratio=("max_bytes_ratio", "max"), moe=("moe", "any"))
+    worst = int(per["wait"].idxmax())
+    moe = bool(per["moe"].any())
+    what = "expert-parallel all-to-all" if moe else "all-to-all"
+    spread = hit.groupby("cid")["arrive"].agg(lambda a: a.max() - a.min())
+    return [Recommendation(
+        "alltoall_routing_skew",
+        f"{len(per)} {what} collectives are skewed: ranks arrive unevenly and wait {int(wait):,} ns in total",
+        "Token routing is unbalanced across experts, so ranks hosting popular experts finish late and carry more "
+        "bytes: balance routing (auxiliary load-balancing loss, capacity factor), replicate hot experts, or "
+        "place experts so hot ones do not share a rank.",
+        int(wait), 100.0 * wait / total,
+        {
+            "collectives": int(len(per)),
+            "wait_ns": int(wait),
+            "collective_time_ns": int(total),
+            "max_bytes_over_mean": _py(per["ratio"].max()),
+            "mean_arrival_spread_ns": float(spread.mean()),
+            "expert_parallel": moe,
+        },
+        (_collective_link(f, worst, "most wait"),),
+    )]
+
+
+def mxfp8_for_bf16_matmul(c: _Context) -> list[Recommendation]:
+    p = c.h.peaks
+    bf16, mx = p.peak_tflops_for("bf16"), p.peak_tflops.get("mxfp8")
+    if not bf16 or not mx or mx <= bf16 or c.kernel_time <= 0:
+        return []
+    k = c.kernels
+    hit = k[(k["dtype"] == "bf16") & (k["bound"] == "compute") & (k["flops"] > 0)]
+    if hit.empty:
+        return []
+    tc = hit["t_compute_ns"].to_numpy(np.float64)
+    th = np.nan_to_num(hit["t_hbm_ns"].to_numpy(np.float64))
+    dur = hit["dur_ns"].to_numpy(np.float64)
+    new = np.maximum(dur - tc * (1 - bf16 / mx), th)
+    saving = dur - new
+    worth = saving >= MIN_KERNEL_SAVING * dur  # kernels whose time is mostly elsewhere are left out
+    hit, dur, new, saving = hit[worth], dur[worth], new[worth], saving[worth]
+    if hit.empty:
+        return []
+    total = float(saving.sum())
+    if total < MIN_SHARE * c.kernel_time:
+        return []
+    i = int(np.argmax(saving))
+    return [Recommendation(
+        "mxfp8_for_bf16_matmul",
+        f"{len(hit)} compute-bound BF16 kernels would run about {dur.sum() / max(new.sum(), 1):.1f}x faster in MXFP8",
+        f"The tensor engine does MXFP8 at {mx:g} TFLOPS against {bf16:g} for BF16: quantise these matmuls' "
+        "operands to MXFP8 (QuantizeMX on the Vector engine, or pre-quantised weights) where accuracy allows.",
+        int(total), 100.0 * total / c.kernel_time,
+        {
+            "kernels": int(len(hit)),
+            "bf16_time_ns": int(dur.sum()),
+            "estimated_mxfp8_time_ns": int(new.sum()),
+            "bf16_peak_tflops": bf16,
+            "mxfp8_peak_tflops": mx,
+        },
+        (_kernel_link(hit.iloc[i], "largest saving"),),
+    )]
+
+
+RULES: dict[str, Callable[[_Context], list[Recommendation]]] = {
+    "hbm_bound_low_intensity": hbm_bound_low_intensity,
+    "small_dma_transfers": small_dma_transfers,
+    "tensor_waiting_on_dma": tensor_waiting_on_dma,
+    "throttling": throttling,
+    "collective_straggler": collective_straggler,
+    "alltoall_routing_skew": alltoall_routing_skew,
+    "mxfp8_for_bf16_matmul": mxfp8_for_bf16_matmul,
+}
+
+
+def recommend(trace: Trace, hierarchy: Hierarchy | None = None, summary: Summary | None = None) -> list[Recommendation]:
+    """Every rule's findings, biggest impact first."""
+    ctx = _Context(trace, hierarchy, summary)
+    found = [r for rule in RULES.values() for r in rule(ctx)]
+    return sorted(found, key=lambda r: -r.impact_ns)
