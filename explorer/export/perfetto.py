@@ -199,11 +199,13 @@ def export_perfetto(trace: Trace, out: Path, options: dict[str, Any]) -> int:
         with open(tmp, "wb", buffering=1 << 20) as fh:
             packets = _descriptors(fh, tracks, word)
             bases: dict[int, int] = {}
+            interned: list[list[str]] = []  # keeps each vocabulary alive, so its id() is never reused
             next_base = 0
             for b in R.slices(trace, sel, tracks.selected):
                 base = bases.get(id(b.vocab))
                 if base is None:
                     base = bases[id(b.vocab)] = next_base
+                    interned.append(b.vocab)
                     next_base += len(b.vocab)
                     _intern(fh, b.vocab, base)
                     packets += 1
