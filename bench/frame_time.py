@@ -165,7 +165,7 @@ def run_baseline(path: Path, n_events: int, *, per_bar_brushes: bool) -> dict:
     """
     import pyqtgraph as pg
 
-    from explorer.model.timeline.trace_index import column_numpy, dictionary_codes
+    from explorer.model.columns import codes as dictionary_codes, num as column_numpy
     from explorer.ui import ensure_app
     from explorer.ui.palette import category_colours
     from simcore.trace import open_trace

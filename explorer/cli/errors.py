@@ -12,11 +12,6 @@ from simcore.errors import UserError
 EXIT_BAD_INPUT = 2
 
 
-def fail(message: str) -> None:
-    """Stop the command with a one-line error (exit 2)."""
-    raise click.exceptions.Exit(_report(message))
-
-
 def _report(message: str) -> int:
     click.echo(f"trnx: error: {message}", err=True)
     return EXIT_BAD_INPUT

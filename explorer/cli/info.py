@@ -7,6 +7,8 @@ from collections import Counter
 
 import click
 
+from explorer.model.units import format_ns
+
 from simcore.trace import open_trace
 from simcore.trace.schema import TABLES
 
@@ -29,14 +31,6 @@ def describe(path: str) -> dict:
         "tracks_per_chip": {int(c): n for c, n in sorted(chips.items())},
         "simulator": trace.meta.get("simulator", {}),
     }
-
-
-def format_ns(ns: int) -> str:
-    """1234567 -> '1.235 ms': the unit a person would pick."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.4g} {unit}"
-    return f"{ns} ns"
 
 
 @click.command(help="Describe a trace: hardware, workload, span, rows per table and tracks per chip.")

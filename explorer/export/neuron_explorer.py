@@ -27,7 +27,8 @@ from explorer.interop.neuron_profile import schema as NS
 from explorer.interop.neuron_profile.tables import MEMORY_TOKEN, OPERATION_OF_KIND, TRACK_NAME
 from explorer.model.intervals import sorted_runs
 from explorer.model.analysis.peaks import Peaks
-from explorer.model.scope import ENGINE_OF_KIND, codes, num, strings
+from explorer.model.columns import codes, num, strings
+from explorer.model.tracks import ENGINE_OF_KIND
 from explorer.model.analysis.summary import summarize
 from simcore.errors import UserError
 from simcore.trace import Trace

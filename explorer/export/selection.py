@@ -12,7 +12,8 @@ from typing import Any
 
 from simcore.trace import Trace
 
-from explorer.model.scope import Scope, Tracks
+from explorer.model.tracks import Tracks
+from explorer.model.scope import Scope
 
 
 def export_scope(trace: Trace, options: dict[str, Any], *, check: bool = True) -> Scope:

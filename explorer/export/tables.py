@@ -21,7 +21,9 @@ from simcore.trace import Trace
 from simcore.trace.schema import spec
 
 from explorer.export.selection import export_scope
-from explorer.model.scope import Scope, Tracks, num
+from explorer.model.columns import num
+from explorer.model.tracks import Tracks
+from explorer.model.scope import Scope
 
 
 def _table(trace: Trace, options: dict[str, Any]) -> pa.Table:

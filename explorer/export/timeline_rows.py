@@ -15,30 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
 from simcore.trace import Trace
-from explorer.model.scope import Scope, Tracks
+from explorer.model.tracks import Tracks
+from explorer.model import columns
+from explorer.model.scope import Scope
 
 BATCH_ROWS = 1 << 16
-
-
-def dictionary_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
-    """A dictionary column as (int32 codes, vocabulary), whatever its chunking."""
-    if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int32), []
-    if not pa.types.is_dictionary(col.type):
-        col = pa.chunked_array([c.dictionary_encode() for c in col.chunks])
-    longest = max((c.dictionary for c in col.chunks), key=len)
-    if not all(longest[: len(c.dictionary)].equals(c.dictionary) for c in col.chunks):
-        col = pa.chunked_array(pa.Table.from_arrays([col], ["x"]).unify_dictionaries().column(0).chunks)
-        longest = col.chunk(0).dictionary
-    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in col.chunks]).astype(np.int32)
-    return codes, [s if s is not None else "" for s in longest.to_pylist()]
-
-
-def _np(table: pa.Table, name: str) -> np.ndarray:
-    return table.column(name).to_numpy()
 
 
 @dataclass
@@ -62,14 +45,14 @@ class TrackInfo:
 def track_info(trace: Trace, sel: Scope) -> TrackInfo:
     t = trace.tracks
     mask = sel.track_mask(Tracks.of(trace))
-    ids = _np(t, "track_id")
+    ids = columns.num(t, "track_id")
     keep = mask[ids] if len(mask) else np.zeros(len(ids), dtype=bool)
     order = np.flatnonzero(keep)
-    order = order[np.lexsort((ids[order], _np(t, "chip")[order]))]
+    order = order[np.lexsort((ids[order], columns.num(t, "chip")[order]))]
     kinds = t.column("kind").to_pylist()
     names = t.column("name").to_pylist()
     units = t.column("unit").to_pylist()
-    return TrackInfo(ids[order], _np(t, "chip")[order], _np(t, "core")[order],
+    return TrackInfo(ids[order], columns.num(t, "chip")[order], columns.num(t, "core")[order],
                      [kinds[i] for i in order], [names[i] for i in order], [units[i] for i in order], mask)
 
 
@@ -101,31 +84,31 @@ def slices(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Iterator[SliceBatc
     """Every selected interval, table by table, in batches."""
     k = trace.table("kernels", sel.chips)
     if k.num_rows:
-        tr, s, d = _np(k, "track_id"), _np(k, "start_ns"), _np(k, "dur_ns")
-        codes, vocab = dictionary_codes(k.column("name"))
+        tr, s, d = columns.num(k, "track_id"), columns.num(k, "start_ns"), columns.num(k, "dur_ns")
+        codes, vocab = columns.codes(k.column("name"))
         yield from _batches("kernels", sel.rows(track_ok, tr, s, s + d), tr, s, d, codes, vocab, None,
-                            {c: _np(k, c) for c in ("kernel_id", "flops", "hbm_read_bytes", "hbm_write_bytes")})
+                            {c: columns.num(k, c) for c in ("kernel_id", "flops", "hbm_read_bytes", "hbm_write_bytes")})
     i = trace.table("instructions", sel.chips)
     if i.num_rows:
-        tr, s, d = _np(i, "track_id"), _np(i, "start_ns"), _np(i, "dur_ns")
-        codes, vocab = dictionary_codes(i.column("opcode"))
-        ids = _np(i, "id")
+        tr, s, d = columns.num(i, "track_id"), columns.num(i, "start_ns"), columns.num(i, "dur_ns")
+        codes, vocab = columns.codes(i.column("opcode"))
+        ids = columns.num(i, "id")
         yield from _batches("instructions", sel.rows(track_ok, tr, s, s + d), tr, s, d, codes, vocab, ids,
-                            {"id": ids, "kernel_id": _np(i, "kernel_id"), "flops": _np(i, "flops"), "bytes": _np(i, "bytes")})
+                            {"id": ids, "kernel_id": columns.num(i, "kernel_id"), "flops": columns.num(i, "flops"), "bytes": columns.num(i, "bytes")})
     m = trace.table("dma", sel.chips)
     if m.num_rows:
-        tr, s, d = _np(m, "track_id"), _np(m, "start_ns"), _np(m, "dur_ns")
-        src, src_v = dictionary_codes(m.column("src"))
-        dst, dst_v = dictionary_codes(m.column("dst"))
+        tr, s, d = columns.num(m, "track_id"), columns.num(m, "start_ns"), columns.num(m, "dur_ns")
+        src, src_v = columns.codes(m.column("src"))
+        dst, dst_v = columns.codes(m.column("dst"))
         pair = src.astype(np.int64) * max(len(dst_v), 1) + dst
         vocab = [f"{a or '?'}->{b or '?'}" for a in (src_v or [""]) for b in (dst_v or [""])]
-        ids = _np(m, "id")
+        ids = columns.num(m, "id")
         yield from _batches("dma", sel.rows(track_ok, tr, s, s + d), tr, s, d, pair, vocab, ids,
-                            {"id": ids, "bytes": _np(m, "bytes"), "kernel_id": _np(m, "kernel_id")})
+                            {"id": ids, "bytes": columns.num(m, "bytes"), "kernel_id": columns.num(m, "kernel_id")})
     c = trace.table("collectives", sel.chips)
     if c.num_rows:
-        tr, arrive, start, end = (_np(c, n) for n in ("track_id", "arrive_ns", "start_ns", "end_ns"))
-        kind, kinds = dictionary_codes(c.column("kind"))
+        tr, arrive, start, end = (columns.num(c, n) for n in ("track_id", "arrive_ns", "start_ns", "end_ns"))
+        kind, kinds = columns.codes(c.column("kind"))
         vocab = kinds + [f"{k} wait" for k in kinds]
         waited = start > arrive
         # a wait slice then a transfer slice per rank, merged in time order per track
@@ -134,9 +117,9 @@ def slices(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Iterator[SliceBatc
         s2 = np.concatenate([arrive[w_idx], start])
         d2 = np.concatenate([start[w_idx] - arrive[w_idx], end - start])
         n2 = np.concatenate([kind[w_idx] + len(kinds), kind])
-        cid = _np(c, "collective_id")
+        cid = columns.num(c, "collective_id")
         args = {"collective_id": np.concatenate([cid[w_idx], cid]),
-                "bytes": np.concatenate([_np(c, "bytes")[w_idx], _np(c, "bytes")])}
+                "bytes": np.concatenate([columns.num(c, "bytes")[w_idx], columns.num(c, "bytes")])}
         order = np.lexsort((s2, tr2))
         tr2, s2, d2, n2 = tr2[order], s2[order], d2[order], n2[order]
         args = {a: v[order] for a, v in args.items()}
@@ -148,7 +131,7 @@ def counters(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Iterator[tuple[n
     c = trace.table("counters", sel.chips)
     if not c.num_rows:
         return
-    tr, t, v = _np(c, "track_id"), _np(c, "time_ns"), _np(c, "value")
+    tr, t, v = columns.num(c, "track_id"), columns.num(c, "time_ns"), columns.num(c, "value")
     idx = sel.rows(track_ok, tr, t, t)
     for lo in range(0, len(idx), BATCH_ROWS):
         sl = idx[lo : lo + BATCH_ROWS]
@@ -178,11 +161,11 @@ def flows(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Flows:
     ids, track, start, end = [], [], [], []
     for t in (trace.table("instructions", sel.chips), trace.table("dma", sel.chips)):
         if t.num_rows:
-            s = _np(t, "start_ns")
-            ids.append(_np(t, "id"))
-            track.append(_np(t, "track_id"))
+            s = columns.num(t, "start_ns")
+            ids.append(columns.num(t, "id"))
+            track.append(columns.num(t, "track_id"))
             start.append(s)
-            end.append(s + _np(t, "dur_ns"))
+            end.append(s + columns.num(t, "dur_ns"))
     if not ids:
         return Flows(empty, empty, empty, empty, empty, empty)
     ids_a, track_a, start_a, end_a = (np.concatenate(x) for x in (ids, track, start, end))
@@ -195,7 +178,7 @@ def flows(trace: Trace, sel: Scope, track_ok: np.ndarray) -> Flows:
         pos = np.clip(np.searchsorted(ids_a, x), 0, len(ids_a) - 1)
         return pos, (ids_a[pos] == x) & ok_event[pos]
 
-    src, dst = _np(f, "src_id"), _np(f, "dst_id")
+    src, dst = columns.num(f, "src_id"), columns.num(f, "dst_id")
     ps, oks = find(src)
     pd_, okd = find(dst)
     keep = oks & okd

@@ -1,9 +1,8 @@
-"""What an analysis looks at: a time window, some chips, cores and tracks; and fast column access.
+"""What an analysis looks at: a time window, some chips, cores and tracks.
 
 `Scope` is the one selection of the project: the CLI's `--range/--chips/--cores/--tracks`
 text, the Python API's values and the GUI's area selection all become one, checked once
 by `Scope.resolve`, so summary, export, diff and the panels agree on what "the selection" is.
-The column helpers hand out zero-copy numpy views of memory-mapped Arrow columns.
 """
 
 from __future__ import annotations
@@ -14,118 +13,12 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
-import pyarrow as pa
 
 from simcore.errors import UserError
 from simcore.textlists import int_list
 from simcore.trace import Trace
 
-# Track kind -> the engine it belongs to (both Tensor rows are the tensor engine).
-ENGINE_OF_KIND = {
-    "tensor": "tensor",
-    "tensor_matrix": "tensor",
-    "vector": "vector",
-    "scalar": "scalar",
-    "gpsimd": "gpsimd",
-    "sync": "sync",
-}
-ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
-DMA_KIND = "dma_queue"
-CC_KIND = "cc"
-KERNEL_KIND = "kernel"
-COUNTER_KIND = "counter"
-
-
-def num(table: pa.Table, name: str) -> np.ndarray:
-    """A numeric column as numpy (zero-copy for one chunk)."""
-    col = table.column(name)
-    if col.num_chunks == 1:
-        return col.chunk(0).to_numpy()
-    if col.num_chunks == 0:
-        return np.array([], dtype=col.type.to_pandas_dtype())
-    return col.to_numpy()
-
-
-def codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
-    """A dictionary column as (int32 codes, vocabulary); plain strings are encoded."""
-    col = table.column(name)
-    if not pa.types.is_dictionary(col.type):
-        col = col.dictionary_encode() if col.num_chunks else pa.chunked_array([], pa.dictionary(pa.int32(), pa.string()))
-    if col.num_chunks == 0:
-        return np.array([], dtype=np.int32), []
-    if col.num_chunks == 1:
-        chunk = col.chunk(0)
-        return chunk.indices.to_numpy(zero_copy_only=False), chunk.dictionary.to_pylist()
-    longest = max((c.dictionary for c in col.chunks), key=len)
-    if all(longest[: len(c.dictionary)].equals(c.dictionary) for c in col.chunks):
-        return np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in col.chunks]), longest.to_pylist()
-    unified = pa.chunked_array(pa.Table.from_arrays([col], ["x"]).unify_dictionaries().column(0).chunks)
-    return codes(pa.table({"x": unified.combine_chunks()}), "x")
-
-
-def strings(table: pa.Table, name: str) -> np.ndarray:
-    """A dictionary column decoded to a numpy object array (small tables only)."""
-    c, vocab = codes(table, name)
-    return np.asarray(vocab, dtype=object)[c] if len(vocab) else np.array([""] * len(c), dtype=object)
-
-
-def code_of(vocab: list[str], value: str) -> int:
-    """The code of `value` in a vocabulary, -1 if absent."""
-    try:
-        return vocab.index(value)
-    except ValueError:
-        return -1
-
-
-@dataclass(frozen=True)
-class Tracks:
-    """The `tracks` table as numpy arrays, indexed by track_id."""
-
-    track_id: np.ndarray
-    chip: np.ndarray
-    core: np.ndarray
-    kind: np.ndarray  # object array of kind strings
-    name: np.ndarray  # object array of names
-
-    @classmethod
-    def of(cls, trace: Trace) -> Tracks:
-        t = trace.tracks
-        ids = num(t, "track_id").astype(np.int64)
-        n = int(ids.max()) + 1 if len(ids) else 0
-        chip = np.full(n, -1, np.int64)
-        core = np.full(n, -1, np.int64)
-        kind = np.full(n, "", dtype=object)
-        name = np.full(n, "", dtype=object)
-        chip[ids] = num(t, "chip")
-        core[ids] = num(t, "core")
-        kind[ids] = strings(t, "kind")
-        name[ids] = strings(t, "name")
-        return cls(ids, chip, core, kind, name)
-
-    def __len__(self) -> int:
-        return len(self.chip)
-
-    def check(self, table: str, track_ids: np.ndarray) -> np.ndarray:
-        """`track_ids` unchanged, or a one-sentence UserError naming a track the tracks table lacks."""
-        if len(track_ids):
-            lo, hi = int(track_ids.min()), int(track_ids.max())
-            valid = lo >= 0 and hi < len(self.kind)
-            self.check_bounds(table, lo, hi, np.bincount(track_ids, minlength=len(self.kind)) if valid else None)
-        return track_ids
-
-    def check_bounds(self, table: str, lo: int, hi: int, rows_per_track: np.ndarray | None) -> None:
-        """`check` from a table's smallest and largest track id and its rows per track id
-        (what a pass over its batches gathers); counts are only read when lo and hi are valid."""
-        bad = lo if lo < 0 else hi if hi >= len(self.kind) else None
-        if bad is None:
-            unknown = (rows_per_track > 0) & (self.kind == "")
-            bad = int(np.flatnonzero(unknown)[0]) if unknown.any() else None
-        if bad is not None:
-            raise UserError(f"the trace's {table} table refers to track {bad}, which its tracks table lacks.")
-
-    def of_kind(self, *kinds: str) -> np.ndarray:
-        """Boolean mask over track ids."""
-        return np.isin(self.kind, list(kinds))
+from explorer.model.tracks import Tracks
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from explorer.model.scope import Tracks
+from explorer.model.tracks import Tracks
 
 
 def array_numpy(arr: pa.Array) -> np.ndarray:
@@ -121,7 +121,7 @@ class ChunkedColumn:
 def take(table: pa.Table, name: str, rows: np.ndarray) -> np.ndarray:
     """A column's values at `rows` (0 <= row < num_rows, any order), gathered chunk by chunk.
 
-    Dictionary columns give codes. What `column_numpy(table, name)[rows]` gives, without
+    Dictionary columns give codes. What `columns.num(table, name)[rows]` gives, without
     building the whole column first.
     """
     return ChunkedColumn(table, name)[np.asarray(rows, dtype=np.int64)]

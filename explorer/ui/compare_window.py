@@ -25,7 +25,6 @@ from explorer.model.analysis.diff import TraceDiff, diff
 from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.analysis.metrics import METRIC_BY_NAME, format_metric
 from explorer.model.analysis.summary import Summary
-from explorer.model.units import format_ns
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import run_in_background
 from explorer.ui.loader import LoadedTrace, TraceLoader

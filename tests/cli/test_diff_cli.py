@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "model"))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
 
 def trnx(*args: str) -> subprocess.CompletedProcess:

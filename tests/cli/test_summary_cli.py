@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "model"))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
-from explorer.model.analysis.summary import summarize  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.summary import summarize
+from simcore.trace import open_trace
 
 
 def trnx(*args: str) -> subprocess.CompletedProcess:

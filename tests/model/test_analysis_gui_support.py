@@ -3,17 +3,15 @@ selection) and `hierarchy.COLUMN_DOCS` (the operator tree's column tooltips)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timeline_traces import DMA_ID0, timeline_tables, write_timeline_trace  # noqa: E402
+from model.timeline_traces import DMA_ID0, timeline_tables, write_timeline_trace
 
-from explorer.model.analysis.export_tables import AREA_COLUMNS, area_events  # noqa: E402
-from explorer.model.analysis.hierarchy import COLUMN_DOCS, ROW_COLUMNS  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.export_tables import AREA_COLUMNS, area_events
+from explorer.model.analysis.hierarchy import COLUMN_DOCS, ROW_COLUMNS
+from simcore.trace import open_trace
 
 
 def test_area_events_lists_every_event_on_the_rows_overlapping_the_window(tmp_path):
@@ -58,7 +56,7 @@ def test_column_docs_cover_the_operator_tables_metric_columns_and_match_the_docs
 
 
 def test_summarize_trace_and_chips_is_summarize_and_summarize_per_chip(tmp_path):
-    import analysis_traces as at
+    from model import analysis_traces as at
 
     from explorer.model.analysis.summary import summarize, summarize_per_chip, summarize_trace_and_chips
 

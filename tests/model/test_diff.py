@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
-from explorer.model.analysis.diff import diff  # noqa: E402
-from explorer.model.analysis.metrics import METRIC_NAMES  # noqa: E402
-from explorer.model.analysis.summary import summarize  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.diff import diff
+from explorer.model.analysis.metrics import METRIC_NAMES
+from explorer.model.analysis.summary import summarize
+from simcore.trace import open_trace
 
 
 @pytest.fixture(scope="module")

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
-from explorer.model.analysis.bound import classify  # noqa: E402
-from explorer.model.analysis.hierarchy import ROW_COLUMNS, Hierarchy  # noqa: E402
-from simcore.errors import UserError  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.bound import classify
+from explorer.model.analysis.hierarchy import ROW_COLUMNS, Hierarchy
+from simcore.errors import UserError
+from simcore.trace import open_trace
 
 
 @pytest.fixture(scope="module")

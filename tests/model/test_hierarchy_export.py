@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
-from explorer.model.analysis.export_tables import write_csv, write_operator_table, write_summary  # noqa: E402
-from explorer.model.analysis.hierarchy import ROW_COLUMNS, Hierarchy  # noqa: E402
-from explorer.model.analysis.summary import summarize  # noqa: E402
-from simcore.errors import UserError  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.export_tables import write_csv, write_operator_table, write_summary
+from explorer.model.analysis.hierarchy import ROW_COLUMNS, Hierarchy
+from explorer.model.analysis.summary import summarize
+from simcore.errors import UserError
+from simcore.trace import open_trace
 
 
 def test_operator_table_and_summary_round_trip(tmp_path):

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
-from explorer.model.analysis.kernel_details import kernel_details  # noqa: E402
-from simcore.errors import UserError  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.kernel_details import kernel_details
+from simcore.errors import UserError
+from simcore.trace import open_trace
 
 
 @pytest.fixture(scope="module")

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
-from explorer.model.analysis.hierarchy import Hierarchy  # noqa: E402
-from explorer.model.analysis.recommendations import RULES, recommend  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.hierarchy import Hierarchy
+from explorer.model.analysis.recommendations import RULES, recommend
+from simcore.trace import open_trace
 
 
 def _rules(path: Path, tables=None) -> dict:

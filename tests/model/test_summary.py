@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-import analysis_traces as at  # noqa: E402
+from model import analysis_traces as at
 
-from explorer.model.analysis.metrics import METRIC_NAMES  # noqa: E402
-from explorer.model.analysis.summary import summarize, summarize_per_chip  # noqa: E402
-from simcore.errors import UserError  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.analysis.metrics import METRIC_NAMES
+from explorer.model.analysis.summary import summarize, summarize_per_chip
+from simcore.errors import UserError
+from simcore.trace import open_trace
 
 PEAK_CORE = 2 * 128 * 128 * 2.4e9  # BF16 FLOP/s of one core
 

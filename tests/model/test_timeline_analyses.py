@@ -3,23 +3,20 @@ the timeline's analyses against the hand-built trace's known answers."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from timeline_traces import DMA_ID0, MM_FLOPS, write_timeline_trace  # noqa: E402
+from model.timeline_traces import DMA_ID0, MM_FLOPS, write_timeline_trace
 
-from explorer.model.timeline.collective_waits import collective_waits  # noqa: E402
-from explorer.model.timeline.event_details import event_details  # noqa: E402
-from explorer.model.timeline.search import search  # noqa: E402
-from explorer.model.timeline.selection import area_scope, summarize_area  # noqa: E402
-from explorer.model.timeline.trace_index import EventRef, TraceIndex  # noqa: E402
-from explorer.model.timeline.track_tree import TrackTree  # noqa: E402
-from explorer.model.timeline.utilisation import Utilisation  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.timeline.collective_waits import collective_waits
+from explorer.model.timeline.event_details import event_details
+from explorer.model.timeline.search import search
+from explorer.model.timeline.selection import area_scope, summarize_area
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
+from explorer.model.timeline.track_tree import TrackTree
+from explorer.model.timeline.utilisation import Utilisation
+from simcore.trace import open_trace
 
 
 @pytest.fixture(scope="module")

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from timeline_traces import DMA_ID0, write_timeline_trace  # noqa: E402
+from model.timeline_traces import DMA_ID0, write_timeline_trace
 
-from explorer.model.timeline.trace_index import EventRef, TraceIndex  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
+from simcore.trace import open_trace
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["grouped", "interleaved"])

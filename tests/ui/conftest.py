@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
-from timeline_traces import write_timeline_trace  # noqa: E402
+from model.timeline_traces import write_timeline_trace
 
 
 @pytest.fixture(autouse=True)

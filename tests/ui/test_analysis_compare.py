@@ -3,8 +3,6 @@ line the two timelines up on an op, zoom one and watch the other follow."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import pyarrow.feather as feather
 import pytest
@@ -12,11 +10,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analysis_helpers import SAMPLES, open_ready  # noqa: E402
+from ui.analysis_helpers import SAMPLES, open_ready
 
-from explorer.model.units import format_ns  # noqa: E402
-from simcore.trace import open_trace  # noqa: E402
+from explorer.model.units import format_ns
+from simcore.trace import open_trace
 
 BF16, MXFP8 = SAMPLES / "gemm-4096-bf16.trnx", SAMPLES / "gemm-4096-mxfp8.trnx"
 

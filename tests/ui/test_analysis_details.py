@@ -8,8 +8,6 @@ unblocks the first MultiplyMoving that starts after it ends (DMA 10000 -> instru
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow.feather as feather
@@ -18,11 +16,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analysis_helpers import ready  # noqa: E402
-from timeline_traces import DMA_ID0, HARDWARE  # noqa: E402
+from ui.analysis_helpers import ready
+from model.timeline_traces import DMA_ID0, HARDWARE
 
-from explorer.model.timeline.trace_index import EventRef  # noqa: E402
+from explorer.model.timeline.trace_index import EventRef
 
 
 def click_event(window, ref) -> None:

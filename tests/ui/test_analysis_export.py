@@ -3,7 +3,6 @@ failures show an error dialog and the window stays up."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -13,10 +12,9 @@ from PySide6.QtGui import QImage
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analysis_helpers import ready  # noqa: E402
+from ui.analysis_helpers import ready
 
-from explorer.model.analysis.hierarchy import ROW_COLUMNS  # noqa: E402
+from explorer.model.analysis.hierarchy import ROW_COLUMNS
 
 
 def export_action(w, name: str):

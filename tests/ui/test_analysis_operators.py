@@ -7,8 +7,6 @@ attention.qkv_proj -> matmul_qkv (kernel 0: 50 MultiplyMoving, 500 TensorTensor,
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +14,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analysis_helpers import SAMPLES, click_row, open_ready, ready, row_of  # noqa: E402
-from explorer.model.timeline.trace_index import EventRef  # noqa: E402
-from explorer.ui.operators_view import CHUNK, COLUMN_KEYS  # noqa: E402
+from ui.analysis_helpers import SAMPLES, click_row, open_ready, ready, row_of
+from explorer.model.timeline.trace_index import EventRef
+from explorer.ui.operators_view import CHUNK, COLUMN_KEYS
 
 
 def test_drill_from_a_layer_down_to_an_instruction_and_back_up(window, qtbot):

@@ -6,19 +6,16 @@ The tiny-llm trace fires two rules: `collective_straggler` (rank 1 arrives last 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analysis_helpers import SAMPLES, open_ready, ready  # noqa: E402
-from timeline_traces import DMA_ID0  # noqa: E402
+from ui.analysis_helpers import SAMPLES, open_ready, ready
+from model.timeline_traces import DMA_ID0
 
-from explorer.model.analysis.recommendations import recommend  # noqa: E402
-from explorer.model.timeline.trace_index import EventRef  # noqa: E402
+from explorer.model.analysis.recommendations import recommend
+from explorer.model.timeline.trace_index import EventRef
 
 
 def click_item(widget, row: int) -> None:

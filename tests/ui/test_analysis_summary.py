@@ -12,13 +12,11 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "model"))
-import analysis_traces as at  # noqa: E402
-from analysis_helpers import SAMPLES, open_ready  # noqa: E402
+from model import analysis_traces as at
+from ui.analysis_helpers import SAMPLES, open_ready
 
-from explorer.model.analysis.metrics import METRICS, format_metric  # noqa: E402
-from explorer.model.analysis.summary import summarize  # noqa: E402
+from explorer.model.analysis.metrics import METRICS, format_metric
+from explorer.model.analysis.summary import summarize
 
 
 def trnx_json(*args) -> dict:
@@ -95,7 +93,7 @@ def test_the_selection_column_follows_the_visible_range_and_the_area(qtbot):
 
 
 def test_closing_the_trace_clears_the_panels_and_an_imported_trace_says_what_is_missing(window, qtbot, tmp_path):
-    from analysis_helpers import ready
+    from ui.analysis_helpers import ready
 
     p = ready(window, qtbot)
     assert p.summary.value_text("kernel_count") == "2"
@@ -105,7 +103,6 @@ def test_closing_the_trace_clears_the_panels_and_an_imported_trace_says_what_is_
     assert p.summary.value_text("kernel_count") == "" and p.recommendations.list.count() == 0
     assert "Open a trace" in p.summary.headline.text()
     # a PyTorch-profiler import has no Trainium hardware keys: MFU is n/a and the tooltip says why
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from interop.kineto_samples import write_ranks
 
     from explorer.interop import import_kineto

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QWidget
 
 from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import GUTTER, PIN_W
-from timeline_traces import DMA_ID0
+from model.timeline_traces import DMA_ID0
 
 
 def canvas_of(w):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from explorer.model.scope import Scope, num, strings
+from explorer.model.columns import num, strings
+from explorer.model.scope import Scope
 from simcore.trace import Trace
 
 COLUMNS = ("collective_id", "kind", "algorithm", "op_id", "group_size", "bytes", "arrive_ns", "start_ns", "end_ns",

@@ -22,7 +22,8 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from explorer.model.events import DMA, INSTRUCTION, TABLE_NAMES, EventIndex
-from explorer.model.scope import Tracks, codes, num
+from explorer.model.columns import codes, num
+from explorer.model.tracks import Tracks
 from explorer.model.table_chunks import ChunkedColumn, TrackRuns, whole_column
 from simcore.errors import UserError
 from simcore.trace import Trace

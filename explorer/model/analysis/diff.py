@@ -21,7 +21,9 @@ import pandas as pd
 from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.analysis.metrics import METRICS
 from explorer.model.analysis.name_diff import is_measured, name_deltas
-from explorer.model.scope import ENGINES, Scope, Tracks, num, strings
+from explorer.model.columns import num, strings
+from explorer.model.tracks import ENGINES, Tracks
+from explorer.model.scope import Scope
 from explorer.model.analysis.summary import Summary, summarize
 from simcore.trace import Trace
 

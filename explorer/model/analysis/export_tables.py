@@ -17,7 +17,8 @@ import pandas as pd
 from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.intervals import overlaps
 from explorer.model.analysis.metrics import METRIC_BY_NAME
-from explorer.model.scope import Tracks, codes, num
+from explorer.model.columns import codes, num
+from explorer.model.tracks import Tracks
 from explorer.model.analysis.summary import Summary
 from explorer.model.table_chunks import batches, take_rows
 from simcore.atomic import atomic_path

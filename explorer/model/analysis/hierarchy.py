@@ -27,7 +27,8 @@ from explorer.model.analysis.bound import classify
 from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.intervals import mean_concurrency, union_length_per_group
 from explorer.model.analysis.peaks import Peaks
-from explorer.model.scope import Tracks, codes, num, strings
+from explorer.model.columns import codes, num, strings
+from explorer.model.tracks import Tracks
 from explorer.model.table_chunks import TrackRuns, batches, take_rows
 from simcore.errors import UserError
 from simcore.trace.schema import COLLECTIVE_KINDS

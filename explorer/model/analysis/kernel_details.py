@@ -16,7 +16,8 @@ import pandas as pd
 
 from explorer.model.analysis.hierarchy import Hierarchy, rows_where
 from explorer.model.intervals import union_length_per_group
-from explorer.model.scope import DMA_KIND, ENGINE_OF_KIND, ENGINES, codes, num
+from explorer.model.columns import codes, num
+from explorer.model.tracks import DMA_KIND, ENGINES, ENGINE_OF_KIND
 from explorer.model.analysis.summary import SMALL_DMA_BYTES_PER_PARTITION
 from explorer.model.table_chunks import take_rows
 from simcore.errors import UserError

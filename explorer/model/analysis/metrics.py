@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.model.scope import ENGINES
+from explorer.model.tracks import ENGINES
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
 
 

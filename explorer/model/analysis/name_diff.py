@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from explorer.model.scope import Scope, num, strings
+from explorer.model.columns import num, strings
+from explorer.model.scope import Scope
 from simcore.trace import Trace
 
 LEVELS = ("layer", "op", "kernel")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from explorer.model.analysis.metrics import METRIC_BY_NAME
-from explorer.model.scope import ENGINES
+from explorer.model.tracks import ENGINES
 from explorer.model.analysis.summary import summarize
 from simcore.trace import Trace
 

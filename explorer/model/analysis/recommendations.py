@@ -19,7 +19,8 @@ import pandas as pd
 from explorer.model.analysis.dependencies import _Table
 from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.analysis.hierarchy import Hierarchy
-from explorer.model.scope import COUNTER_KIND, num, strings
+from explorer.model.columns import num, strings
+from explorer.model.tracks import COUNTER_KIND
 from explorer.model.analysis.summary import SMALL_DMA_BYTES_PER_PARTITION, Summary, summarize
 from explorer.model.table_chunks import batches, pick, take
 from simcore.trace import Trace

@@ -33,18 +33,9 @@ from explorer.model.intervals import (
 from explorer.model.analysis.metrics import METRIC_NAMES
 from explorer.model.analysis.peaks import Peaks
 from explorer.model.table_chunks import TrackReader, TrackRuns, batches, pick
-from explorer.model.scope import (
-    CC_KIND,
-    COUNTER_KIND,
-    DMA_KIND,
-    ENGINE_OF_KIND,
-    ENGINES,
-    Scope,
-    Tracks,
-    code_of,
-    codes,
-    num,
-)
+from explorer.model.columns import code_of, codes, num
+from explorer.model.tracks import COUNTER_KIND, DMA_KIND, ENGINES, ENGINE_OF_KIND, Tracks
+from explorer.model.scope import Scope
 from simcore.trace import Trace
 from simcore.trace.schema import COUNTER_THROTTLE, OPCODE_TRANSPOSE
 

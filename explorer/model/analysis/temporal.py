@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from simcore.trace import Trace
 from simcore.trace.schema import IMPORTED_COLLECTIVE_KINDS
+from explorer.model.columns import num
 from explorer.model.intervals import union_length
 from explorer.model.scope import Scope
 
@@ -75,10 +76,6 @@ def _pct(a: int, b: int) -> float:
     return 100.0 * a / b if b > 0 else 0.0
 
 
-def _np(table: pa.Table, name: str) -> np.ndarray:
-    return table.column(name).to_numpy()
-
-
 def _codes_matching(col: pa.ChunkedArray, pred) -> np.ndarray:
     """Per row, whether `pred` holds for its dictionary string (evaluated once per distinct string)."""
     out = []
@@ -98,9 +95,9 @@ class _Activity:
         tracks = trace.tracks
         track_chip = np.zeros(0, dtype=np.int64)
         if tracks.num_rows:
-            tid = _np(tracks, "track_id")
+            tid = num(tracks, "track_id")
             track_chip = np.full(int(tid.max()) + 1, -1, dtype=np.int64)
-            track_chip[tid] = _np(tracks, "chip")
+            track_chip[tid] = num(tracks, "chip")
         self.parts: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
         def chip_of(track: np.ndarray) -> np.ndarray:  # -1 (ignored) for tracks the tracks table lacks
@@ -111,31 +108,31 @@ class _Activity:
 
         k = trace.kernels
         if k.num_rows:
-            start, end = _np(k, "start_ns"), _np(k, "start_ns") + _np(k, "dur_ns")
+            start, end = num(k, "start_ns"), num(k, "start_ns") + num(k, "dur_ns")
             comm = _codes_matching(k.column("name"), lambda s: _COMM_NAME.search(s or "") is not None)
-            comm |= self._collective_ops(trace, _np(k, "op_id"))
-            chip = _np(k, "chip").astype(np.int64)
+            comm |= self._collective_ops(trace, num(k, "op_id"))
+            chip = num(k, "chip").astype(np.int64)
             self.parts["compute"] = (chip[~comm], start[~comm], end[~comm])
             self.parts["comm_kernels"] = (chip[comm], start[comm], end[comm])
         c = trace.collectives
         if c.num_rows:
-            self.parts["collectives"] = (_np(c, "chip").astype(np.int64), _np(c, "arrive_ns"), _np(c, "end_ns"))
+            self.parts["collectives"] = (num(c, "chip").astype(np.int64), num(c, "arrive_ns"), num(c, "end_ns"))
         d = trace.dma
         if d.num_rows:
-            s = _np(d, "start_ns")
-            self.parts["memory"] = (chip_of(_np(d, "track_id")), s, s + _np(d, "dur_ns"))
+            s = num(d, "start_ns")
+            self.parts["memory"] = (chip_of(num(d, "track_id")), s, s + num(d, "dur_ns"))
         if not k.num_rows:  # a trace with instructions only: engine instructions are the compute
             i = trace.instructions
             if i.num_rows:
-                s = _np(i, "start_ns")
-                self.parts["compute"] = (chip_of(_np(i, "track_id")), s, s + _np(i, "dur_ns"))
+                s = num(i, "start_ns")
+                self.parts["compute"] = (chip_of(num(i, "track_id")), s, s + num(i, "dur_ns"))
 
     @staticmethod
     def _collective_ops(trace: Trace, op_id: np.ndarray) -> np.ndarray:
         ops = trace.ops
         if not ops.num_rows or not (op_id >= 0).any():
             return np.zeros(len(op_id), dtype=bool)
-        ids = _np(ops, "op_id")
+        ids = num(ops, "op_id")
         is_coll = _codes_matching(ops.column("kind"), lambda s: s in COLLECTIVE_OP_KINDS)
         lookup = dict(zip(ids[is_coll].tolist(), [True] * int(is_coll.sum())))
         if not lookup:
@@ -226,11 +223,11 @@ def stragglers(trace: Trace, scope: Scope | None = None) -> pd.DataFrame:
     c = trace.collectives
     if not c.num_rows:
         return pd.DataFrame(columns=cols)
-    cid = _np(c, "collective_id")
-    chip = _np(c, "chip").astype(np.int64)
-    arrive, wait = _np(c, "arrive_ns"), _np(c, "wait_ns")
+    cid = num(c, "collective_id")
+    chip = num(c, "chip").astype(np.int64)
+    arrive, wait = num(c, "arrive_ns"), num(c, "wait_ns")
     if scope is not None:
-        keep = (arrive < scope.t1) & (_np(c, "end_ns") > scope.t0)
+        keep = (arrive < scope.t1) & (num(c, "end_ns") > scope.t0)
         cid, chip, arrive, wait = cid[keep], chip[keep], arrive[keep], wait[keep]
         if not len(cid):
             return pd.DataFrame(columns=cols)

@@ -18,7 +18,8 @@ from explorer.model.analysis.collective_stats import collective_table
 from explorer.model.analysis.dependencies import Dependencies
 from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.analysis.recommendations import Recommendation, recommend
-from explorer.model.scope import Scope, Tracks
+from explorer.model.tracks import Tracks
+from explorer.model.scope import Scope
 from explorer.model.analysis.summary import Summary, summarize, summarize_per_chip, summarize_trace_and_chips
 from explorer.model.analysis.temporal import TemporalSummary, temporal_summary
 from explorer.model.timeline.trace_index import EventRef, TraceIndex
@@ -129,8 +130,8 @@ class TraceAnalysis:
         level, _, ident = node.partition(":")
         if level in ("instruction", "dma"):
             return self.index.find_id(int(ident))
-        if level == "kernel" and self.index.hierarchy is not None:
-            row = int(self.index.hierarchy.kernel_row(np.array([int(ident)]))[0])
+        if level == "kernel" and self.index.kernel_ops is not None:
+            row = int(self.index.kernel_ops.kernel_row(np.array([int(ident)]))[0])
             return EventRef("kernels", row) if row >= 0 else None
         return None
 

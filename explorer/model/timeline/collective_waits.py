@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from explorer.model.timeline.trace_index import EventRef, TraceIndex, column_numpy, dictionary_codes
+from explorer.model.units import format_bytes
+from explorer.model import columns
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
 
 MAX_COLLECTIVES = 400
 
@@ -48,22 +50,15 @@ class CollectiveWaits:
         return worst, int(counts[worst])
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} B"
-
-
 def collective_waits(index: TraceIndex, t0: int, t1: int, *, chips: set[int] | None = None) -> CollectiveWaits:
     """The collectives overlapping [t0, t1) (earliest MAX_COLLECTIVES of them)."""
     tab = index.trace.collectives
-    cid = column_numpy(tab, "collective_id")
-    arrive, start, end = (column_numpy(tab, c) for c in ("arrive_ns", "start_ns", "end_ns"))
-    track = column_numpy(tab, "track_id")
+    cid = columns.num(tab, "collective_id")
+    arrive, start, end = (columns.num(tab, c) for c in ("arrive_ns", "start_ns", "end_ns"))
+    track = columns.num(tab, "track_id")
     keep = (end > t0) & (arrive < t1)
     if chips is not None:
-        keep &= np.isin(column_numpy(tab, "chip"), list(chips))
+        keep &= np.isin(columns.num(tab, "chip"), list(chips))
     rows = np.flatnonzero(keep)
     ids, first = np.unique(cid[rows], return_index=True) if len(rows) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     # order collectives by their start (the last arrival)
@@ -88,12 +83,12 @@ def collective_waits(index: TraceIndex, t0: int, t1: int, *, chips: set[int] | N
     if len(rows):
         arrive_m[ri, ci] = arrive[rows].astype(np.float64)
     slowest = np.argmax(arrive_m, axis=0) if len(ids) else np.zeros(0, np.int64)
-    kcodes, kvocab = dictionary_codes(tab, "kind")
-    nbytes = column_numpy(tab, "bytes")
+    kcodes, kvocab = columns.codes(tab, "kind")
+    nbytes = columns.num(tab, "bytes")
     labels = []
     for c in ids:
         r = int(rows[np.argmax(cid[rows] == c)])
-        labels.append(f"{kvocab[kcodes[r]]} {_fmt_bytes(nbytes[r])} #{int(c)}")
+        labels.append(f"{kvocab[kcodes[r]]} {format_bytes(nbytes[r])} #{int(c)}")
     names = []
     for t in rank_tracks:
         info = index.tracks.get(t)

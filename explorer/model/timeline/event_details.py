@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from explorer.model.timeline.trace_index import EventRef, TraceIndex, column_numpy, dictionary_codes
+from explorer.model import columns
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
 
 MAX_DEPENDENCIES = 200
@@ -113,8 +114,8 @@ def dependencies(index: TraceIndex, event_id: int) -> list[Dependency]:
     flows = index.trace.flows
     if flows.num_rows == 0:
         return []
-    src, dst = column_numpy(flows, "src_id"), column_numpy(flows, "dst_id")
-    kcodes, kvocab = dictionary_codes(flows, "kind")
+    src, dst = columns.num(flows, "src_id"), columns.num(flows, "dst_id")
+    kcodes, kvocab = columns.codes(flows, "kind")
     out = []
     for direction, mine, other in (("waits for", dst, src), ("unblocks", src, dst)):
         for i in np.flatnonzero(mine == event_id)[:MAX_DEPENDENCIES]:

@@ -93,7 +93,7 @@ def _match_masks(index: TraceIndex, needle: str) -> dict[str, np.ndarray]:
     if match.any():
         for tname, codes in shown.codes.items():
             _or(masks, tname, match[codes])
-    h = index.hierarchy
+    h = index.kernel_ops
     if h is None:
         return masks
     kernel_hit = np.zeros(len(h.kernel_rows), dtype=bool)  # per kernels-table row

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from explorer.model import columns
 from explorer.model.timeline.counter_bins import CounterSeries
 from explorer.model.events import TABLE_NAMES as EVENT_TABLES
 from explorer.model.events import EventIndex
@@ -59,38 +60,6 @@ class EventRef:
     row: int
 
 
-def column_numpy(table: pa.Table, name: str) -> np.ndarray:
-    """A column as numpy: zero-copy when it is one chunk without nulls."""
-    col = table.column(name)
-    if col.num_chunks == 1:
-        return col.chunk(0).to_numpy(zero_copy_only=False)
-    if col.num_chunks == 0:
-        return np.zeros(0, dtype=col.type.to_pandas_dtype())
-    return np.concatenate([c.to_numpy(zero_copy_only=False) for c in col.chunks])
-
-
-def dictionary_codes(table: pa.Table, name: str) -> tuple[np.ndarray, list[str]]:
-    """A dictionary column as (int32 codes, vocabulary).
-
-    The writer gives each table one growing vocabulary, so every chunk's dictionary
-    is a prefix of the longest one and codes agree across chunks.
-    """
-    col = table.column(name)
-    if col.num_chunks == 0:
-        return np.zeros(0, dtype=np.int32), []
-    chunks = [c for c in col.chunks]
-    longest = max((c.dictionary for c in chunks), key=len)
-    vocab = [str(v) for v in longest.to_pylist()]
-    if all(longest[: len(c.dictionary)].equals(c.dictionary) for c in chunks):
-        parts = [c.indices.to_numpy(zero_copy_only=False) for c in chunks]
-        codes = parts[0] if len(parts) == 1 else np.concatenate(parts)
-        return codes.astype(np.int32, copy=False), vocab
-    # dictionaries that disagree (written by another tool): re-encode by value
-    values = col.cast(pa.string()).to_numpy(zero_copy_only=False)
-    uniq, codes = np.unique(values.astype(str), return_inverse=True)
-    return codes.astype(np.int32), [str(u) for u in uniq]
-
-
 class EventTable:
     """One interval table ordered by (track, start), with per-track bounds."""
 
@@ -99,13 +68,13 @@ class EventTable:
         self.table = table
         n = table.num_rows
         self.n = n
-        track = column_numpy(table, "track_id")
+        track = columns.num(table, "track_id")
         if name == "collectives":
-            start = column_numpy(table, "arrive_ns")
-            dur = column_numpy(table, "end_ns") - start
+            start = columns.num(table, "arrive_ns")
+            dur = columns.num(table, "end_ns") - start
         else:
-            start = column_numpy(table, "start_ns")
-            dur = column_numpy(table, "dur_ns")
+            start = columns.num(table, "start_ns")
+            dur = columns.num(table, "dur_ns")
         self.order: np.ndarray | None = None
         if n > 1:
             same = track[1:] == track[:-1]
@@ -146,7 +115,7 @@ class EventTable:
         """A numeric column in table-row order (cached: a copy only when chunked)."""
         got = self._numeric.get(name)
         if got is None:
-            got = self._numeric[name] = column_numpy(self.table, name)
+            got = self._numeric[name] = columns.num(self.table, name)
         return got
 
     def sorted_column(self, name: str) -> np.ndarray:
@@ -174,7 +143,7 @@ class EventTable:
         """A dictionary column's codes in (track, start) order, and its vocabulary.
 
         Not cached (the colours keep what they need); `sorted_code_rows` reads a slice."""
-        codes, vocab = dictionary_codes(self.table, name)
+        codes, vocab = columns.codes(self.table, name)
         if self.order is not None:
             codes = codes[self.order]
         return codes, vocab
@@ -261,8 +230,9 @@ class Lane:
 
 
 @dataclass
-class Hierarchy:
-    """kernel -> op -> layer names, resolved once for colouring and details."""
+class KernelOps:
+    """kernel -> op -> layer lookups, resolved once for colouring, search and details
+    (the operator tree itself is `explorer.model.analysis.hierarchy.Hierarchy`)."""
 
     kernel_ids: np.ndarray  # sorted
     kernel_rows: np.ndarray  # kernels-table row of each sorted id
@@ -288,12 +258,12 @@ def _lookup(sorted_keys: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.n
     return np.where(sorted_keys[i] == keys, rows[i], -1)
 
 
-def build_hierarchy(trace: Trace) -> Hierarchy:
+def build_kernel_ops(trace: Trace) -> KernelOps:
     ops = trace.ops
-    op_id = column_numpy(ops, "op_id").astype(np.int64)
-    parent = column_numpy(ops, "parent_id").astype(np.int64)
-    lcodes, lvocab = dictionary_codes(ops, "level")
-    ncodes, nvocab = dictionary_codes(ops, "name")
+    op_id = columns.num(ops, "op_id").astype(np.int64)
+    parent = columns.num(ops, "parent_id").astype(np.int64)
+    lcodes, lvocab = columns.codes(ops, "level")
+    ncodes, nvocab = columns.codes(ops, "name")
     level = np.array(lvocab, dtype=object)[lcodes] if len(op_id) else np.zeros(0, object)
     op_names = np.array(nvocab, dtype=object)[ncodes] if len(op_id) else np.zeros(0, object)
     oorder = np.argsort(op_id, kind="stable")
@@ -313,12 +283,12 @@ def build_hierarchy(trace: Trace) -> Hierarchy:
         nxt[go] = _lookup(*h_ops, parent[cur[go]])
         cur = nxt
     kernels = trace.kernels
-    kid = column_numpy(kernels, "kernel_id").astype(np.int64)
+    kid = columns.num(kernels, "kernel_id").astype(np.int64)
     korder = np.argsort(kid, kind="stable")
-    h = Hierarchy(kid[korder], korder, op_ids=h_ops[0], op_rows=h_ops[1], op_names=op_names, op_layer=layer)
-    kc, kv = dictionary_codes(kernels, "name")
+    h = KernelOps(kid[korder], korder, op_ids=h_ops[0], op_rows=h_ops[1], op_names=op_names, op_layer=layer)
+    kc, kv = columns.codes(kernels, "name")
     kname = np.array(kv, dtype=object)[kc] if len(kid) else np.zeros(0, object)
-    orow = h.op_row(column_numpy(kernels, "op_id"))
+    orow = h.op_row(columns.num(kernels, "op_id"))
     h.names["kernel"] = kname
     h.names["op"] = np.where(orow >= 0, op_names[np.maximum(orow, 0)] if len(op_id) else NO_NAME, NO_NAME)
     h.names["layer"] = np.where(orow >= 0, layer[np.maximum(orow, 0)] if len(op_id) else NO_NAME, NO_NAME)
@@ -344,7 +314,7 @@ class TraceIndex:
         self.tables: dict[str, EventTable] = {}
         self.lanes: dict[int, Lane] = {}
         self.counters: dict[int, CounterSeries] = {}
-        self.hierarchy: Hierarchy | None = None
+        self.kernel_ops: KernelOps | None = None
         self._colours: dict[str, ColourCodes] = {}
         self._events: EventIndex | None = None
 
@@ -356,9 +326,9 @@ class TraceIndex:
         self = cls(trace)
         say(0.02, "reading tracks")
         tr = trace.tracks
-        ids = column_numpy(tr, "track_id")
-        chips, cores = column_numpy(tr, "chip"), column_numpy(tr, "core")
-        cols = {c: dictionary_codes(tr, c) for c in ("kind", "name", "unit")}
+        ids = columns.num(tr, "track_id")
+        chips, cores = columns.num(tr, "chip"), columns.num(tr, "core")
+        cols = {c: columns.codes(tr, c) for c in ("kind", "name", "unit")}
         for i, tid in enumerate(ids):
             self.tracks[int(tid)] = TrackInfo(
                 int(tid), int(chips[i]), int(cores[i]),
@@ -382,8 +352,8 @@ class TraceIndex:
             done += weights[name]
         say(done, "indexing counters")
         ctab = trace.counters
-        ctrack = column_numpy(ctab, "track_id")
-        ctime, cval = column_numpy(ctab, "time_ns"), column_numpy(ctab, "value")
+        ctrack = columns.num(ctab, "track_id")
+        ctime, cval = columns.num(ctab, "time_ns"), columns.num(ctab, "value")
         if len(ctrack) > 1 and not bool((ctrack[1:] >= ctrack[:-1]).all()):
             order = np.lexsort((ctime, ctrack))
             ctrack, ctime, cval = ctrack[order], ctime[order], cval[order]
@@ -394,7 +364,7 @@ class TraceIndex:
                 info = self.tracks.get(int(tid)) or self._unknown_track(int(tid))
                 self.counters[int(tid)] = CounterSeries(info.name, info.unit, ctime[a:b], cval[a:b])
         say(0.95, "resolving kernels and ops")
-        self.hierarchy = build_hierarchy(trace)
+        self.kernel_ops = build_kernel_ops(trace)
         say(1.0, "ready")
         return self
 
@@ -452,7 +422,7 @@ class TraceIndex:
 
     def kernel_path(self, kernel_id: int) -> dict[str, str]:
         """Kernel, op and layer names of a kernel id ('' when unknown)."""
-        h = self.hierarchy
+        h = self.kernel_ops
         if h is None or kernel_id < 0:
             return {"kernel": "", "op": "", "layer": ""}
         row = int(h.kernel_row(np.array([kernel_id]))[0])
@@ -461,7 +431,7 @@ class TraceIndex:
         return {m: str(h.names[m][row]) for m in ("kernel", "op", "layer")}
 
     def op_path(self, op_id: int) -> dict[str, str]:
-        h = self.hierarchy
+        h = self.kernel_ops
         if h is None or op_id < 0:
             return {"op": "", "layer": ""}
         row = int(h.op_row(np.array([op_id]))[0])
@@ -525,7 +495,7 @@ class TraceIndex:
             return remap[local]
 
         codes: dict[str, np.ndarray] = {}
-        h = self.hierarchy
+        h = self.kernel_ops
         none = np.array([NO_NAME], dtype=object)
         for tname, events in self.tables.items():
             if mode == "opcode":
