@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"unknown option {unknown[0]}; see --help.")
         if len(rest) > 1:
             raise UserError(f"give one trace at most (got {len(rest)}: {' '.join(rest)}).")
-        from explorer.cli.view import open_explorer
+        from explorer.cli.commands.view import open_explorer
 
         return open_explorer(rest[0] if rest else None, smoke, prog="trn3-explorer")
     except UserError as exc:

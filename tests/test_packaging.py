@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.cli.view import check_display
+from explorer.cli.commands.view import check_display
 from simcore.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]

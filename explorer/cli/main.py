@@ -1,6 +1,6 @@
 """`trnx` entry point: a click group whose commands load lazily.
 
-Each command lives in its own module under `explorer.cli` and is listed in
+Each command lives in its own module under `explorer.cli.commands` and is listed in
 `COMMANDS`; `trnx --help` imports none of them, so it answers instantly. Errors a
 user caused (`UserError`, unreadable files) print one line on stderr and exit 2.
 """
@@ -17,15 +17,15 @@ from explorer import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module:attribute, one-line help shown by `trnx --help`)
-    "info": ("explorer.cli.info:info", "Describe a trace: hardware, workload, span, rows per table."),
-    "validate": ("explorer.cli.validate:validate", "Check a trace's format and data invariants."),
-    "export": ("explorer.cli.export:export", "Export a table (Parquet, CSV) or the timeline (Chrome JSON, Perfetto)."),
-    "capture": ("explorer.cli.capture:capture", "Simulate a workload on a Trainium preset and write a trace."),
-    "presets": ("explorer.cli.presets:presets", "List hardware presets, models and micro-benchmarks for capture."),
-    "summary": ("explorer.cli.summary:summary", "Summary metrics, collectives and recommendations of a trace."),
-    "diff": ("explorer.cli.diff:diff", "Compare two traces: metric, engine, op and kernel deltas."),
-    "view": ("explorer.cli.view:view", "Open the desktop explorer window on a trace (--smoke-test: render one frame, exit)."),
-    "import": ("explorer.cli.import_trace:import_trace", "Import PyTorch-profiler (Kineto) traces of one or many ranks."),
+    "info": ("explorer.cli.commands.info:info", "Describe a trace: hardware, workload, span, rows per table."),
+    "validate": ("explorer.cli.commands.validate:validate", "Check a trace's format and data invariants."),
+    "export": ("explorer.cli.commands.export:export", "Export a table (Parquet, CSV) or the timeline (Chrome JSON, Perfetto)."),
+    "capture": ("explorer.cli.commands.capture:capture", "Simulate a workload on a Trainium preset and write a trace."),
+    "presets": ("explorer.cli.commands.presets:presets", "List hardware presets, models and micro-benchmarks for capture."),
+    "summary": ("explorer.cli.commands.summary:summary", "Summary metrics, collectives and recommendations of a trace."),
+    "diff": ("explorer.cli.commands.diff:diff", "Compare two traces: metric, engine, op and kernel deltas."),
+    "view": ("explorer.cli.commands.view:view", "Open the desktop explorer window on a trace (--smoke-test: render one frame, exit)."),
+    "import": ("explorer.cli.commands.import_trace:import_trace", "Import PyTorch-profiler (Kineto) traces of one or many ranks."),
 }
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from model import analysis_traces as at
-from explorer.cli.summary import build_report
+from explorer.cli.commands.summary import build_report
 from explorer.model.scope import Scope
 from explorer.model.analysis.trace_analysis import TraceAnalysis
 from explorer.model.timeline.trace_index import TraceIndex

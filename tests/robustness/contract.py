@@ -42,7 +42,7 @@ def import_or_one_sentence(paths: list[Path], out: Path) -> bool:
 def open_or_one_sentence(path: Path) -> bool:
     """Open (validate) a trace and read every table; True when it is valid."""
     try:
-        from explorer.cli.info import describe
+        from explorer.cli.commands.info import describe
 
         from explorer.export import FORMATS
         from explorer.model.analysis.temporal import breakdown, stragglers

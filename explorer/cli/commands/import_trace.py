@@ -28,7 +28,7 @@ import click
 def import_trace(traces: tuple[str, ...], output: str, include_python: bool, overwrite: bool, as_json: bool, jobs: int) -> None:
     from simcore.trace import open_trace
     from explorer.interop import import_kineto
-    from explorer.cli.summary import print_temporal
+    from explorer.cli.commands.summary import print_temporal
     from explorer.model.analysis.temporal import temporal_summary
 
     import os

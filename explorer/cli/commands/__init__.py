@@ -1,0 +1,1 @@
+"""One module per `trnx` command, each a click command that `explorer.cli.main.COMMANDS` names."""
