@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from explorer.model.analysis.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric
 from explorer.model.scope import Scope
-from explorer.model.timeline.selection import is_area
+from explorer.model.timeline.selection import covers_trace, is_area, selection_scope
 from explorer.model.analysis.summary import Summary, summarize
 from explorer.model.units import format_ns
 from explorer.ui.analysis_session import Latest, TraceAnalysis
@@ -41,7 +41,7 @@ class QtSummary(QWidget):
         self.summaries: dict[str, Summary | None] = dict.fromkeys(COLUMNS)
         self.visible_range: tuple[float, float] | None = None
         self.area: Scope | None = None
-        self.selection_scope: tuple[tuple[int, int], tuple[int, ...] | None] | None = None
+        self.selection_scope: Scope | None = None
         self._latest = Latest()
         self._items: dict[str, QTreeWidgetItem] = {}
 
@@ -159,38 +159,24 @@ class QtSummary(QWidget):
             self._fill("chip")
 
     # -- the selection column ----------------------------------------------------------
-    def _scope(self) -> tuple[tuple[int, int], tuple[int, ...] | None] | None:
-        a = self.analysis
-        if a is None:
-            return None
-        lo, hi = a.trace.span_ns
-        if self.area is not None:
-            return (int(self.area.t0), int(self.area.t1)), tuple(self.area.track_ids)
-        if self.visible_range is None:
-            return (lo, hi), None
-        t0, t1 = self.visible_range
-        return (max(int(t0), lo), min(int(t1) + 1, hi)), None
-
     def _schedule(self) -> None:
         if self.analysis is not None:
             self._timer.start()
 
     def _compute_selection(self) -> None:
-        scope = self._scope()
-        if scope is None:
-            return
-        (t0, t1), tracks = scope
         a = self.analysis
-        lo, hi = a.trace.span_ns
-        self.selection_scope = scope
-        if tracks is None and t0 <= lo and t1 >= hi:  # the whole trace is in view: it is the whole summary
+        if a is None:
+            return
+        scope = self.selection_scope = selection_scope(a.trace.span_ns, self.area, self.visible_range)
+        if covers_trace(scope, a.trace.span_ns):  # the whole trace is in view: it is the whole summary
             self._selection_done(True, a.summary)
             return
-        if t1 <= t0:
+        if scope.duration_ns <= 0:
             return
         self.scope_label.setText(f"selection: computing {self._scope_text(scope)}\u2026")
         trace = a.trace
-        self._latest.submit(lambda: summarize(trace, time_range=(t0, t1), track_ids=tracks), self._selection_done)
+        self._latest.submit(lambda: summarize(trace, time_range=(scope.t0, scope.t1), track_ids=scope.track_ids),
+                            self._selection_done)
 
     def _selection_done(self, ok: bool, value) -> None:
         if not ok:
@@ -201,11 +187,10 @@ class QtSummary(QWidget):
         self._fill("selection")
         self.selection_computed.emit()
 
-    def _scope_text(self, scope) -> str:
-        (t0, t1), tracks = scope
+    def _scope_text(self, scope: Scope) -> str:
         o = self.analysis.trace.span_ns[0]
-        where = "visible range" if tracks is None else f"area of {len(tracks)} rows"
-        return f"{where} {format_ns(t0 - o)} \u2013 {format_ns(t1 - o)} ({format_ns(t1 - t0)})"
+        where = "visible range" if scope.track_ids is None else f"area of {len(scope.track_ids)} rows"
+        return f"{where} {format_ns(scope.t0 - o)} \u2013 {format_ns(scope.t1 - o)} ({format_ns(scope.duration_ns)})"
 
     # -- output ------------------------------------------------------------------------
     def _fill(self, column: str) -> None:

@@ -111,3 +111,16 @@ def test_time_axis_ticks():
     ticks = tick_times(1_000, 11_000, 1100, origin=1_000)  # 10 us over 1100 px: a tick per 1 us
     assert ticks[0] == 1_000 and ticks[1] - ticks[0] == 1_000 and ticks[-1] == 11_000
     assert tick_label(1_500_000, 500_000) == "1.5 ms" and tick_label(2_000, 1_000) == "2 us"
+
+
+def test_the_selection_is_the_area_else_the_visible_range_cut_to_the_trace():
+    from explorer.model.scope import Scope
+    from explorer.model.timeline.selection import covers_trace, selection_scope
+
+    span = (100, 10_000)
+    area = area_scope((3, 1), 500, 900)
+    assert selection_scope(span, area, (0.0, 50_000.0)) is area  # rows in screen order kept
+    assert selection_scope(span, None, (250.4, 800.2)) == Scope(250, 801)
+    assert selection_scope(span, None, (-50.0, 99_999.0)) == Scope(100, 10_000)
+    assert covers_trace(selection_scope(span, None, None), span)
+    assert not covers_trace(selection_scope(span, area_scope((1,), 0, 20_000), None), span)

@@ -67,8 +67,8 @@ def test_the_selection_column_follows_the_visible_range_and_the_area(qtbot):
     for _ in range(4):
         QTest.keyClick(tl, Qt.Key_W)
     qtbot.waitUntil(lambda: panel.selection_scope != before and panel.summaries["selection"] is not None
-                    and panel.summaries["selection"].scope["t1_ns"] == panel.selection_scope[0][1], timeout=20_000)
-    (t0, t1), tracks = panel.selection_scope
+                    and panel.summaries["selection"].scope["t1_ns"] == panel.selection_scope.t1, timeout=20_000)
+    t0, t1, tracks = panel.selection_scope.t0, panel.selection_scope.t1, panel.selection_scope.track_ids
     assert tracks is None and t1 - t0 < 0.5 * (tl.index.span[1] - tl.index.span[0])
     ranged = trnx_json("summary", path, "--range", f"{t0}:{t1}", "--no-recommendations")
     assert shown(panel, "selection") == expected(ranged["metrics"])
@@ -85,7 +85,7 @@ def test_the_selection_column_follows_the_visible_range_and_the_area(qtbot):
     QTest.mouseRelease(canvas, Qt.LeftButton, Qt.ShiftModifier, QPoint(int(xb), gb.y + 3))
     area = tl.area
     assert area is not None and len(area.track_ids) >= 2
-    qtbot.waitUntil(lambda: panel.selection_scope[1] is not None and panel.summaries["selection"] is not None
+    qtbot.waitUntil(lambda: panel.selection_scope.track_ids is not None and panel.summaries["selection"] is not None
                     and panel.summaries["selection"].scope.get("track_ids") is not None, timeout=20_000)
     want = summarize(tl.index.trace, time_range=(int(area.t0), int(area.t1)), track_ids=area.track_ids)
     assert shown(panel, "selection") == expected(json.loads(json.dumps(want.metrics)))

@@ -29,6 +29,24 @@ def is_area(scope: Scope | None) -> bool:
     return scope is not None and bool(scope.track_ids) and scope.duration_ns > 0
 
 
+def selection_scope(span: tuple[int, int], area: Scope | None, visible: tuple[float, float] | None) -> Scope:
+    """What "the selection" is when nothing else is said: the area selection, else the visible
+    range cut to the trace (whole nanoseconds, the end rounded out), else the whole trace."""
+    lo, hi = int(span[0]), int(span[1])
+    if is_area(area):
+        return area
+    if visible is None:
+        return Scope(lo, hi)
+    t0, t1 = visible
+    return Scope(max(int(t0), lo), min(int(t1) + 1, hi))
+
+
+def covers_trace(scope: Scope, span: tuple[int, int]) -> bool:
+    """Whether a scope is the whole trace (every track, the whole span): its summary is the trace's."""
+    return scope.track_ids is None and scope.chips is None and scope.cores is None \
+        and scope.t0 <= span[0] and scope.t1 >= span[1]
+
+
 @dataclass
 class SelectionSummary:
     selection: Scope
