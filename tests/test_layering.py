@@ -48,3 +48,10 @@ def test_the_check_catches_a_violation(tmp_path):
     pkg.mkdir()
     (pkg / "bad.py").write_text("def f():\n    from PySide6 import QtCore\n")
     assert violations("simcore", QT, root=tmp_path) == ["simcore/bad.py imports PySide6"]
+
+
+def test_the_timeline_index_never_imports_the_analyses():
+    """explorer/model/timeline (what the window draws) stands on its own; the analyses may read it."""
+    bad = [f"{p.relative_to(ROOT)} imports {m}" for p in sorted((ROOT / "explorer/model/timeline").rglob("*.py"))
+           for m in imported_modules(p) if m.startswith(("explorer.model.analysis", "explorer.ui", "explorer.cli"))]
+    assert bad == []
