@@ -76,7 +76,7 @@ OP_COLUMNS = (
     F.Column("status", "status", tip="matched, only_a or only_b"),
 )
 BY_NAME_COLUMNS = (
-    F.Column("level", "level", tip="layer, op or kernel: each level is aligned by name (explorer.model.name_diff)."),
+    F.Column("level", "level", tip="layer, op or kernel: each level is aligned by name (explorer.model.analysis.name_diff)."),
     F.Column("name", "name"),
     F.Column("a_count", "A count", F.count),
     F.Column("b_count", "B count", F.count),
