@@ -56,6 +56,25 @@ def test_basic_trace_problems_fire_with_evidence_and_links(tmp_path):
     assert impacts == sorted(impacts, reverse=True)
 
 
+@pytest.mark.parametrize("shuffle", ["flows", "instructions", "both"])
+def test_tensor_waits_do_not_depend_on_row_or_flow_order(tmp_path, shuffle):
+    t = at.basic_tables()
+    # flows in destination order (as writers store them): a second DMA flow into instruction 2 and one into 4
+    t["flows"] = {"src_id": [20, 21, 2, 22, 3, 6], "dst_id": [2, 2, 4, 4, 6, 8],
+                  "kind": ["semaphore", "semaphore", "data", "semaphore", "data", "data"]}
+    ordered = _rules(tmp_path / "a.trnx", t)["tensor_waiting_on_dma"]
+    if shuffle in ("flows", "both"):  # destinations out of order: gathered, then sorted once
+        t["flows"] = {c: v[::-1] for c, v in t["flows"].items()}
+    if shuffle in ("instructions", "both"):  # tracks interleaved: the previous row is not the row before
+        order = [8, 2, 5, 0, 3, 6, 1, 4, 7]
+        t["instructions"] = {c: [v[i] for i in order] for c, v in t["instructions"].items()}
+    other = _rules(tmp_path / "b.trnx", t)["tensor_waiting_on_dma"]
+    assert other.evidence == ordered.evidence and other.links == ordered.links
+    # 2: Tensor row free from 100, DMA 21 ends at 600 (after DMA 20 at 400): it binds, 500 ns;
+    # 4: TensorMatrix free from 1050, DMA 22 ended at 500: no wait
+    assert ordered.evidence["wait_ns"] == 500 and ordered.evidence["instructions_waiting"] == 1
+
+
 def test_hbm_bound_low_intensity(tmp_path):
     t = clean_tables()
     t["kernels"]["hbm_read_bytes"][3] = 20_000_000  # fp8 kernel: 4.2 us of HBM time in 5 us, AI 0.2

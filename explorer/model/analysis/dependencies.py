@@ -97,8 +97,8 @@ class _Table:
             ChunkedColumn(t, "src"), ChunkedColumn(t, "dst"))
         # rows grouped by track with starts sorted (what writers produce): the previous event on a
         # track is the previous row, and no order index is needed
-        runs = TrackRuns.of(t)
-        self.key_sorted = runs.grouped and runs.starts_sorted(t)
+        self.runs = TrackRuns.of(t)
+        self.key_sorted = self.runs.grouped and self.runs.starts_sorted(t)
 
     @cached_property
     def order(self) -> np.ndarray:

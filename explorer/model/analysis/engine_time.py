@@ -32,6 +32,7 @@ from explorer.model.intervals import (
 from explorer.model.table_chunks import TrackReader
 
 Intervals = tuple[np.ndarray, np.ndarray, np.ndarray]
+SWEEP_MIN_ROWS = 200_000  # from here a compiled sweep (explorer.model.analysis.sweeps) beats numpy's sort
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,8 @@ def core_activity(
                 act.dma_small[u] += int((nbytes < small_bytes_per_partition * np.maximum(part, 1)).sum())
                 parts.append((s, e))
                 pieces.append(_outside(s, e, rs, re))
-            act.dma_active[u] += union_length(*_concat(parts))
-        act.total_active[u] = union_length(*_concat(pieces))
+            act.dma_active[u] += _union(parts)
+        act.total_active[u] = _union(pieces)
     return act
 
 
@@ -139,10 +140,29 @@ def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
     return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
+def _union(parts: list[tuple[np.ndarray, np.ndarray]]) -> int:
+    """Time covered by the intervals of several parts (track slices, kernel runs), each sorted by
+    start: merged in one compiled pass when they are many (`sweeps`), else sorted by numpy."""
+    if sum(len(p[0]) for p in parts) >= SWEEP_MIN_ROWS:
+        from explorer.model.analysis.sweeps import merged_union_length
+
+        bounds = np.cumsum([0] + [len(p[0]) for p in parts], dtype=np.int64)
+        s, e = (np.concatenate([p[i] for p in parts]).astype(np.int64, copy=False) for i in (0, 1))
+        total = merged_union_length(s, e, bounds)
+        if total >= 0:
+            return int(total)
+    return union_length(*_concat(parts))
+
+
 def _outside(s: np.ndarray, e: np.ndarray, run_s: np.ndarray, run_e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The non-empty intervals not lying inside one of a unit's kernel runs (sorted, disjoint)."""
     if len(run_s) == 0:
         out = e > s
+    elif len(s) >= SWEEP_MIN_ROWS:  # starts sorted (a track's slice): one compiled pass
+        from explorer.model.analysis.sweeps import outside_runs
+
+        out = outside_runs(s.astype(np.int64, copy=False), e.astype(np.int64, copy=False),
+                           run_s.astype(np.int64, copy=False), run_e.astype(np.int64, copy=False))
     else:
         idx = np.searchsorted(run_s, s, side="right") - 1
         out = ((idx < 0) | (run_e[np.maximum(idx, 0)] < e)) & (e > s)
@@ -155,7 +175,7 @@ def _covered(parts: list[tuple[np.ndarray, np.ndarray]]) -> int:
         s, e = parts[0]
         if len(s) < 2 or bool((s[1:] >= e[:-1]).all()):  # sorted and disjoint
             return int((e - s).sum())
-    return union_length(*_concat(parts))
+    return _union(parts)
 
 
 def _slices_activity(

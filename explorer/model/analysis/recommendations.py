@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from explorer.model.analysis.dependencies import _Table
-from explorer.model.events import DMA, INSTRUCTION, EventIndex
+from explorer.model.analysis.dma_waits import tensor_dma_waits
+from explorer.model.events import INSTRUCTION, EventIndex
 from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.columns import num, strings
 from explorer.model.tracks import COUNTER_KIND
 from explorer.model.analysis.summary import SMALL_DMA_BYTES_PER_PARTITION, Summary, summarize
-from explorer.model.table_chunks import batches, pick, take
+from explorer.model.table_chunks import pick
 from simcore.trace import Trace
 from simcore.trace.schema import COUNTER_THROTTLE
 
@@ -164,57 +164,23 @@ def small_dma_transfers(c: _Context) -> list[Recommendation]:
 
 def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
     """Tensor-engine instructions whose binding wait was a DMA transfer finishing after the engine was free."""
-    flows = c.trace.flows
-    ins = c.trace.instructions
-    if not flows.num_rows or not ins.num_rows:
+    if not c.trace.flows.num_rows or not c.trace.instructions.num_rows:
         return []
     tracks = c.h.tracks
-    is_tensor_track = np.isin(tracks.kind, ["tensor", "tensor_matrix"])
-    table = _Table(c.trace, INSTRUCTION)  # reads rows in place; knows each row's previous on its track
-    k_start = c.kernels.set_index("kernel_id")["start_ns"]
-    t0 = c.trace.span_ns[0]
-    found = []
-    # flows batch by batch, and only the rows they point at are read: temporaries are a batch's
-    for _, f, _ in batches(flows, ("src_id", "dst_id")):
-        src_t, src_r = c.events.locate(f["src_id"])
-        dst_t, dst_r = c.events.locate(f["dst_id"])
-        ok = (src_t == DMA) & (dst_t == INSTRUCTION)
-        ok[ok] &= is_tensor_track[take(ins, "track_id", dst_r[ok])]
-        if not ok.any():
-            continue
-        rows = dst_r[ok]
-        dma, src = c.trace.dma, src_r[ok]
-        dma_end = take(dma, "start_ns", src) + take(dma, "dur_ns", src)
-        start = table.start[rows]
-        prev = table.previous_rows(rows)  # the previous instruction on the same track
-        free_at = np.where(prev >= 0, table.end[np.maximum(prev, 0)], t0)
-        kern = table.kernel[rows]
-        ks = pd.Series(kern).map(k_start).fillna(t0).to_numpy(np.int64)
-        free_at = np.maximum(free_at, ks)  # before its kernel began, idling is not this kernel's wait
-        found.append((rows, np.clip(np.minimum(dma_end, start) - free_at, 0, None), kern))
-    if not found:
-        return []
-    rows, wait, kern = (np.concatenate([x[i] for x in found]) for i in range(3))
-    # per instruction: its longest wait and its kernel (pandas' groupby("row").agg(max, first))
-    order = np.argsort(rows, kind="stable")
-    rows, wait, kern = rows[order], wait[order], kern[order]
-    first = np.r_[0, np.flatnonzero(rows[1:] != rows[:-1]) + 1]
-    frame = pd.DataFrame({"wait": np.maximum.reduceat(wait, first), "kernel": kern[first]},
-                         index=pd.Index(rows[first], name="row"))
-    del order, rows, wait, kern
-    total_wait = int(frame["wait"].sum())
+    w = tensor_dma_waits(c.trace, c.events, np.isin(tracks.kind, ["tensor", "tensor_matrix"]),
+                         c.kernels["kernel_id"].to_numpy(np.int64), c.kernels["start_ns"].to_numpy(np.int64))
+    total_wait = w.total_ns
     active = c.summary.metrics.get("tensor_engine_active_time_ns") or 0
     if total_wait <= 0 or active <= 0 or total_wait < MIN_SHARE * active:
         return []
-    per_kernel = frame.groupby("kernel")["wait"].sum().sort_values(ascending=False)
+    per_kernel = w.per_kernel.sort_values(ascending=False)
     links = []
     k = c.kernels[c.kernels["kernel_id"] == per_kernel.index[0]]
     if len(k):
         links.append(_kernel_link(k.iloc[0], "most tensor-engine wait"))
-    worst = int(frame["wait"].idxmax())
-    wid = int(table.id[worst])
-    links.append(Link(f"longest wait before instruction:{wid}", f"instruction:{wid}", (int(table.track[worst]),),
-                      int(table.start[worst] - frame.loc[worst, "wait"]), int(table.end[worst])))
+    worst = c.events.event_at(INSTRUCTION, w.worst_row)
+    links.append(Link(f"longest wait before instruction:{worst.id}", f"instruction:{worst.id}", (worst.track_id,),
+                      worst.start_ns - w.worst_ns, worst.end_ns))
     return [Recommendation(
         "tensor_waiting_on_dma",
         f"The tensor engine sat idle {total_wait:,} ns waiting for DMA transfers",
@@ -224,7 +190,7 @@ def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
         {
             "wait_ns": total_wait,
             "tensor_engine_active_time_ns": int(active),
-            "instructions_waiting": int((frame["wait"] > 0).sum()),
+            "instructions_waiting": w.waiting,
             "top_kernels": {str(int(kid)): int(v) for kid, v in per_kernel.head(5).items()},
         },
         tuple(links),
