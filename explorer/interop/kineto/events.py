@@ -22,7 +22,10 @@ from typing import Any
 
 import numpy as np
 
-GPU_KERNEL_CATS = frozenset({"kernel", "Kernel"})
+# device activity, as each device kind's profiler writes it: CUDA and ROCm/HIP `kernel`, MTIA
+# `mtia_ccp_events` (its DMA too: names `dma...`), and the device side of a synchronisation
+# (`cuda_sync`: "Stream Sync", "Event Sync") that holds a stream busy
+GPU_KERNEL_CATS = frozenset({"kernel", "Kernel", "mtia_ccp_events", "cuda_sync"})
 GPU_COPY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 CPU_OP_CATS = frozenset({"cpu_op", "user_annotation", "Operator", "python_function"})
 PYTHON_CAT = "python_function"

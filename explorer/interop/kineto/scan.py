@@ -26,7 +26,13 @@ from explorer.interop.kineto import json_bytes as J
 from explorer.interop.kineto.json_bytes import HAVE_NUMBA, njit
 from explorer.interop.kineto.events import CPU_OP_CATS, GPU_COPY_CATS, GPU_KERNEL_CATS, MEMORY_CAT
 
-CATEGORIES = [*sorted(GPU_KERNEL_CATS), *sorted(GPU_COPY_CATS), *sorted(CPU_OP_CATS), MEMORY_CAT]
+# Written out, not derived: numba bakes these tables into its on-disk cache, which it renews
+# only when this file changes, so a category added in events.py must change this line too
+# (the check below fails loudly until it does).
+CATEGORIES = ["Kernel", "cuda_sync", "kernel", "mtia_ccp_events", "Memcpy", "Memset", "gpu_memcpy", "gpu_memset",
+              "Operator", "cpu_op", "python_function", "user_annotation", "cpu_instant_event"]
+if CATEGORIES != [*sorted(GPU_KERNEL_CATS), *sorted(GPU_COPY_CATS), *sorted(CPU_OP_CATS), MEMORY_CAT]:
+    raise ImportError("kineto.scan.CATEGORIES differs from the categories in kineto.events; update both")
 
 # -- per-event integer columns ---------------------------------------------------------
 PH = 0                      # byte of a one-character ph, 0 for another string, -1 absent

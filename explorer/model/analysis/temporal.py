@@ -11,7 +11,12 @@ Per rank (chip), over its *window* - first device activity start to last end:
   others wait (`collectives.wait_ns`, computed across ranks).
 
 Communication is a kernel whose name mentions NCCL/RCCL, a kernel whose op is a
-collective, or a rank's collective interval [arrive, end]; memory is a `dma` row.
+collective, or a rank's collective interval [arrive, end]; memory is a `dma` row. For an
+imported PyTorch-profiler trace the kernels are classified by name exactly as HTA 0.5.0
+does (`hta.utils.utils.get_kernel_type`): communication `^nccl.*Kernel`, memory `^Memcpy`,
+`^Memset`, `^dma`, computation anything that matches none of `^nccl.*Kernel`, `.*Memcpy`,
+`^Memset`, `.*Sync`; memory and other kernels (synchronisations) count as non-compute; and
+times are taken on HTA's microsecond grid (`hta_microseconds`).
 docs/interop.md states the definitions with a worked example. Works on simulated
 and imported traces alike; everything is a few vectorised passes per rank.
 """
@@ -33,6 +38,28 @@ from explorer.model.scope import Scope
 
 COLLECTIVE_OP_KINDS = frozenset(IMPORTED_COLLECTIVE_KINDS)   # what a simulator or a profiler names a collective
 _COMM_NAME = re.compile(r"nccl|rccl", re.I)
+# HTA 0.5.0's kernel classification (hta/utils/utils.py), applied to imported PyTorch-profiler traces
+HTA_COMM = re.compile(r"^nccl.*Kernel")
+HTA_NOT_COMPUTE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
+
+
+def hta_microseconds(start: np.ndarray, end: np.ndarray, t0_us: float) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals on HTA's microsecond grid: HTA 0.5.0 reads the profiler's float timestamps, then
+    rounds each start up and each end (start + duration, added in float as it does) down to a
+    whole microsecond of the file's time (`round_down_time_stamps`). `start`/`end` are our ns
+    from `t0_us`; `to_ns` made them exact multiples of the file's float steps, so the float
+    time here is the file's own."""
+    base = np.floor(t0_us)
+    ts = t0_us + start / 1000.0
+    end_us = ts + (end - start) / 1000.0
+    return ((np.ceil(ts) - base) * 1000).astype(np.int64), ((np.floor(end_us) - base) * 1000).astype(np.int64)
+
+
+def hta_kernel_class(name: str) -> str:
+    """'comm', 'compute' or 'other' (memory and synchronisation) by HTA's name rules."""
+    if HTA_COMM.match(name):
+        return "comm"
+    return "other" if HTA_NOT_COMPUTE.match(name) or re.match(r"(^Memcpy)|(^Memset)|(^dma)", name) else "compute"
 
 
 @dataclass(frozen=True)
@@ -109,13 +136,20 @@ class _Activity:
         k = trace.kernels
         if k.num_rows:
             start, end = num(k, "start_ns"), num(k, "start_ns") + num(k, "dur_ns")
-            comm = _codes_matching(k.column("name"), lambda s: _COMM_NAME.search(s or "") is not None)
-            comm |= self._collective_ops(trace, num(k, "op_id"))
             chip = num(k, "chip").astype(np.int64)
-            self.parts["compute"] = (chip[~comm], start[~comm], end[~comm])
+            if trace.meta.get("source") == "kineto":  # HTA's definitions, by name only
+                comm = _codes_matching(k.column("name"), lambda s: hta_kernel_class(s or "") == "comm")
+                comp = _codes_matching(k.column("name"), lambda s: hta_kernel_class(s or "") == "compute")
+                other = ~comm & ~comp
+                self.parts["other_kernels"] = (chip[other], start[other], end[other])
+            else:
+                comm = _codes_matching(k.column("name"), lambda s: _COMM_NAME.search(s or "") is not None)
+                comm |= self._collective_ops(trace, num(k, "op_id"))
+                comp = ~comm
+            self.parts["compute"] = (chip[comp], start[comp], end[comp])
             self.parts["comm_kernels"] = (chip[comm], start[comm], end[comm])
         c = trace.collectives
-        if c.num_rows:
+        if c.num_rows and trace.meta.get("source") != "kineto":  # an import's collectives are its comm kernels
             self.parts["collectives"] = (num(c, "chip").astype(np.int64), num(c, "arrive_ns"), num(c, "end_ns"))
         d = trace.dma
         if d.num_rows:
@@ -126,6 +160,9 @@ class _Activity:
             if i.num_rows:
                 s = num(i, "start_ns")
                 self.parts["compute"] = (chip_of(num(i, "track_id")), s, s + num(i, "dur_ns"))
+        t0 = (trace.meta.get("capture") or {}).get("t0_us") if trace.meta.get("source") == "kineto" else None
+        if isinstance(t0, (int, float)) and not isinstance(t0, bool) and np.isfinite(t0):
+            self.parts = {k: (c, *hta_microseconds(st, en, float(t0))) for k, (c, st, en) in self.parts.items()}
 
     @staticmethod
     def _collective_ops(trace: Trace, op_id: np.ndarray) -> np.ndarray:
@@ -180,7 +217,7 @@ def breakdown(trace: Trace, scope: Scope | None = None) -> list[RankTime]:
         if scope is not None and scope.chips is not None and r not in scope.chips:
             continue
         parts = {name: act.of(r, *names) for name, names in
-                 (("all", ("compute", "comm_kernels", "collectives", "memory")), ("comp", ("compute",)),
+                 (("all", ("compute", "comm_kernels", "other_kernels", "collectives", "memory")), ("comp", ("compute",)),
                   ("comm", ("comm_kernels", "collectives")))}
         if scope is not None:
             parts = {k: _clip(v, scope.t0, scope.t1) for k, v in parts.items()}
@@ -283,9 +320,11 @@ class TemporalSummary:
 
 def temporal_summary(trace: Trace, scope: Scope | None = None) -> TemporalSummary | None:
     """The breakdown, overlap and stragglers of the scope's ranks, for `trnx summary`; None
-    when there is nothing to compare or overlap: fewer than two ranks with device activity
-    and no communication."""
+    when there is nothing to compare or overlap: a simulation with fewer than two ranks with
+    device activity and no communication (a measured trace always shows its breakdown)."""
+    from explorer.model.analysis.name_diff import is_measured
+
     ranks = breakdown(trace, scope)
-    if len(ranks) < 2 and not any(r.comm_ns for r in ranks):
+    if not ranks or (len(ranks) < 2 and not any(r.comm_ns for r in ranks) and not is_measured(trace)):
         return None
     return TemporalSummary(ranks, stragglers(trace, scope))
