@@ -88,7 +88,7 @@ def hta_ranks(fig: dict) -> dict[int, dict[str, float | None]]:
 
 def our_ranks(files: list[Path], work: Path) -> dict[int, dict[str, float | None]]:
     from explorer.interop import import_kineto
-    from explorer.model.temporal import breakdown
+    from explorer.model.analysis.temporal import breakdown
     from simcore.errors import UserError
     from simcore.trace import open_trace
 

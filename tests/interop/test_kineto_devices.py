@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from explorer.interop import import_kineto
-from explorer.model.temporal import breakdown
+from explorer.model.analysis.temporal import breakdown
 from interop.kineto_devices import KINDS, write_case
 from simcore.trace import open_trace
 

@@ -64,7 +64,7 @@ def _first_appearance(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return new[codes], old
 
 
-def _merge_strings(parts: list[Strings]) -> Strings:
+def merge_strings(parts: list[Strings]) -> Strings:
     """(codes, vocabulary) pairs -> one pair whose vocabulary is in order of first appearance."""
     merged: dict[str, int] = {}
     chunks = []
@@ -84,7 +84,7 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     for key in parts[0]:
         vals = [p[key] for p in parts]
         if isinstance(vals[0], tuple):
-            out[key] = _merge_strings(vals)
+            out[key] = merge_strings(vals)
         elif np.isscalar(vals[0]) or isinstance(vals[0], str):
             out[key] = vals[0]
         else:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from explorer.interop.kineto.builder import merge_strings
 from explorer.interop.neuron_profile import schema as NS
 from explorer.interop.neuron_profile.reader import Profile, read_profiles
 from explorer.interop.neuron_profile.tables import (
@@ -560,16 +561,6 @@ def _op_columns(rows: list[tuple[int, int, str, str, str, int, int]]) -> dict[st
             "dur_ns": np.maximum(np.array(cols[6], np.int64), 0)}
 
 
-def _merge_strings(parts: list[tuple[np.ndarray, list[str]]]) -> tuple[np.ndarray, list[str]]:
-    """(codes, vocabulary) pairs -> one pair over a merged vocabulary."""
-    merged: dict[str, int] = {}
-    chunks = []
-    for codes, vocab in parts:
-        remap = np.fromiter((merged.setdefault(v, len(merged)) for v in vocab), dtype=np.int64, count=len(vocab))
-        chunks.append(remap[codes] if len(codes) else np.zeros(0, np.int64))
-    return np.concatenate(chunks), list(merged)
-
-
 def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     if not parts:
         return {}
@@ -577,7 +568,7 @@ def _concat(parts: list[dict[str, Any]]) -> dict[str, Any]:
     for key in parts[0]:
         vals = [p[key] for p in parts]
         if isinstance(vals[0], tuple):
-            out[key] = _merge_strings(vals)
+            out[key] = merge_strings(vals)
         elif isinstance(vals[0], list):
             out[key] = [x for v in vals for x in v]
         else:
