@@ -23,3 +23,12 @@ def test_every_recommendation_rule_is_documented():
     text = DOC.read_text()
     for rule in RULES:
         assert f"`{rule}`" in text
+
+
+def test_generated_step_metric_table_matches_the_code():
+    from explorer.model.analysis.step import markdown_table as step_table
+
+    text = DOC.read_text()
+    begin = "<!-- BEGIN GENERATED STEP METRICS (explorer.model.analysis.step.markdown_table) -->\n"
+    inside = text.split(begin, 1)[1].split("\n<!-- END GENERATED STEP METRICS -->", 1)[0]
+    assert inside == step_table(), "regenerate the step table in docs/metrics.md from explorer.model.analysis.step.markdown_table()"

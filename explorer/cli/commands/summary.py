@@ -47,6 +47,12 @@ def print_report(r: dict[str, Any]) -> None:
             value = format_metric(m[spec.name], spec.unit)
             note = f"  ({why[spec.name].rstrip('.')})" if spec.name in why else ""
             click.echo(f"  {spec.name:<36} {value:>16}{note}")
+    if r.get("step"):
+        from explorer.model.analysis.step import STEP_METRICS
+
+        click.echo("\nstep (the whole trace)")
+        for spec in STEP_METRICS:
+            click.echo(f"  {spec.name:<36} {format_metric(r['step'][spec.name], spec.unit):>16}")
     coll = r["collectives"]
     if coll:
         worst = sorted(coll, key=lambda c: -c["total_wait_ns"])[:TOP_COLLECTIVES]

@@ -92,17 +92,23 @@ METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(m.group for m in METRICS))
 
 
+def markdown_table_of(specs: tuple[MetricSpec, ...]) -> str:
+    lines = ["| metric | unit | group | definition |", "|---|---|---|---|"]
+    lines += [f"| `{m.name}` | {m.unit} | {m.group} | {m.doc} |" for m in specs]
+    return "\n".join(lines)
+
+
 def markdown_table() -> str:
     """The metric reference table of docs/metrics.md (a test keeps the two equal)."""
-    lines = ["| metric | unit | group | definition |", "|---|---|---|---|"]
-    lines += [f"| `{m.name}` | {m.unit} | {m.group} | {m.doc} |" for m in METRICS]
-    return "\n".join(lines)
+    return markdown_table_of(METRICS)
 
 
 def format_metric(value: Any, unit: str) -> str:
     """A metric value as a person reads it ("n/a" when unavailable): the CLI's and the GUI's text."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
+    if isinstance(value, bool) or unit == "yes/no":
+        return "yes" if value else "no"
     if unit == "ns":
         return format_ns(value)
     if unit == "bytes":
@@ -117,6 +123,8 @@ def format_metric(value: Any, unit: str) -> str:
         return f"{value:.4g} TFLOPS"
     if unit == "FLOP/byte":
         return f"{value:.4g} FLOP/B"
+    if unit == "tokens/s":
+        return f"{value:,.1f} tokens/s" if abs(value) >= 1000 else f"{value:.4g} tokens/s"
     return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
 
 

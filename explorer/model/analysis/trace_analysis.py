@@ -79,6 +79,13 @@ class TraceAnalysis:
         return Dependencies(self.trace, events=h.events, tracks=h.tracks)  # its event tables build on first use
 
     @cached_property
+    def step(self) -> dict[str, Any] | None:
+        """Step time, tokens/s (per chip), HBM per chip: the whole trace's figures (None when scoped)."""
+        from explorer.model.analysis.step import step_metrics
+
+        return step_metrics(self.trace, self.summary.metrics["total_time_ns"]) if self.whole else None
+
+    @cached_property
     def collectives(self) -> list[dict[str, Any]]:
         return collective_table(self.trace, self.resolved_scope).to_dict("records")
 
@@ -98,6 +105,8 @@ class TraceAnalysis:
             "workload": trace.workload.get("name", "unknown"),
             **self.summary.to_dict(),
         }
+        if self.step is not None:   # the step is the whole trace
+            out["step"] = self.step
         if per_chip:
             out["per_chip"] = {str(c): s.metrics for c, s in self.per_chip.items()}
         out["collectives"] = self.collectives
