@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from simcore.errors import ConfigError
+from simcore.errors import DoesNotFit
 from simcore.dtypes import dtype_bytes
 from simcore.parallel.layout import Parallelism
 from simcore.workloads.memory import describe_need
@@ -70,9 +70,9 @@ def check_chip_fits(cfg: ModelConfig, phase: str, batch: int, seq: int, context:
     need = chip_memory(cfg, phase, batch, seq, context, dtype, par)
     total = sum(need.values())
     if total > capacity:
-        raise ConfigError(
+        raise DoesNotFit(
             f"{cfg.name} {phase} with tp={par.tp}, ep={par.ep}, dp={par.dp}, pp={par.pp} needs {total / 1e9:.1f} GB of HBM "
             f"per chip ({describe_need(need)}) but a {hw_name} chip has {capacity / 1e9:.1f} GB; use more --tp, --pp or --ep, "
-            "a smaller --dtype, batch or context."
+            "a smaller --dtype, batch or context.", total, capacity
         )
     return need

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simcore.errors import ConfigError
+from simcore.errors import DoesNotFit
 from simcore.dtypes import dtype_bytes
 from simcore.workloads.models import ModelConfig
 
@@ -36,10 +36,10 @@ def check_fits(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int,
     need = model_memory(cfg, phase, batch, seq, context, dtype)
     total = sum(need.values())
     if total > hbm_bytes:
-        raise ConfigError(
+        raise DoesNotFit(
             f"{cfg.name} {phase} needs {total / 1e9:.1f} GB of HBM ({describe_need(need)}) but {hw_name} has "
             f"{hbm_bytes / 1e9:.1f} GB on {chips} chip{'s' if chips > 1 else ''}; use a smaller --dtype, batch or context, "
             f"or shard it over at least {-(-total // hbm_bytes)} chips of a multi-chip preset with --tp/--pp/--ep "
-            "(trnx presets lists them)."
+            "(trnx presets lists them).", total, hbm_bytes
         )
     return need
