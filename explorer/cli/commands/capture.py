@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -32,11 +32,29 @@ def click_option(opt: Option) -> Callable:
     return click.option(*names, opt.name, **kw)
 
 
-def capture_options(command: Callable) -> Callable:
-    """Every capture option of simcore/capture/options.py, in declaration order."""
-    for opt in reversed(list(OPTIONS.values())):
+def capture_options(command: Callable, options: Iterable[Option] | None = None) -> Callable:
+    """Every capture option of simcore/capture/options.py (or `options`), in declaration order."""
+    for opt in reversed(list(OPTIONS.values() if options is None else options)):
         command = click_option(opt)(command)
     return command
+
+
+def cluster_runner(address: str, options: dict[str, Any]) -> Any:
+    """A DaskRunner for `--scheduler` (connected when the chips are simulated), or a UserError
+    when the capture has no chips to spread."""
+    from simcore.capture.multichip.config import is_multichip
+    from simcore.capture.multichip.dask_runner import DaskRunner
+    from simcore.capture.options import CaptureConfig
+    from simcore.errors import UserError
+
+    if options.get("workers") is not None:
+        raise UserError("--workers starts local processes and --scheduler uses a cluster's workers; give one of them.")
+    if not is_multichip(CaptureConfig.from_kwargs({k: v for k, v in options.items() if v is not None})):
+        raise UserError("--scheduler spreads a multi-chip capture's chips over a cluster; this capture runs on one chip "
+                        "(give --tp, --ep, --dp, --pp or --chips, or use trnx sweep --scheduler for many captures).")
+    runner = DaskRunner(address)
+    runner.connect()  # now: an unreachable scheduler fails before any simulation
+    return runner
 
 
 @click.command(help="""Simulate a workload on a hardware preset and write a NAME.trnx trace.
@@ -54,17 +72,21 @@ Multi-chip (UltraServers; docs/simulator.md):
   trnx capture -H trn3-ultraserver-gen1 -w deepseek-v3 --chips 64 --ep 64 --batch 256 --expert-skew 1.0 -o ep64.trnx
   trnx capture -H trn3-ultraserver-gen2 -w llama3.1-405b --tp 16 --pp 9 --jitter 2% --straggler chip=5,slowdown=1.3 -o big.trnx
   trnx capture -H trn3-ultraserver-gen1 -w llama3.1-8b --tp 4 --cores 0 --detail-chips 0,3 -o detail.trnx
+  trnx capture -H trn3-ultraserver-gen2 -w llama3.1-405b --tp 16 --pp 9 --scheduler tcp://head:8786 -o big.trnx
 
 `trnx presets` lists the hardware presets, models and micro-benchmarks.""")
 @capture_options
 @click.option("--output", "-o", required=True, type=click.Path(), help="Trace directory to write (NAME.trnx).")
 @click.option("--compression", type=click.Choice(["none", "lz4", "zstd"]), default="none", show_default=True,
               help="Arrow buffer compression (none keeps the trace memory-mappable).")
+@click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
+              help="Simulate a multi-chip capture's chips on this Dask cluster (docs/sweeps.md).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary line.")
-def capture(output: str, compression: str, quiet: bool, **given: Any) -> None:
+def capture(output: str, compression: str, scheduler: str | None, quiet: bool, **given: Any) -> None:
     import simcore.capture as sc
 
     options = {k: (list(v) or None) if isinstance(v, tuple) else v for k, v in given.items()}
+    runner = None if scheduler is None else cluster_runner(scheduler, options)
     t0 = time.perf_counter()
     show = not quiet and sys.stderr.isatty()
     bar = click.progressbar(length=1000, label="capturing", file=sys.stderr, show_percent=True) if show else None
@@ -82,10 +104,12 @@ def capture(output: str, compression: str, quiet: bool, **given: Any) -> None:
         if bar is not None:
             bar.__enter__()
         path = sc.capture(out_path=output, progress=progress, compression=None if compression == "none" else compression,
-                          **{k: v for k, v in options.items() if v is not None})
+                          runner=runner, **{k: v for k, v in options.items() if v is not None})
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
+        if runner is not None:
+            runner.close()
     if not quiet:
         from simcore.trace import open_trace
 

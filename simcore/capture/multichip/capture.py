@@ -17,7 +17,7 @@ from simcore.capture.config import Resolved
 from simcore.capture.multichip.chipsim import (ChipSim, export_windows, forget_ops, seed_windows, simulate_program,
                                                simulate_task)
 from simcore.capture.multichip.compose import compose
-from simcore.capture.multichip.runner import ProcessRunner, Runner, default_runner
+from simcore.capture.multichip.runner import Runner, default_runner
 from simcore.capture.multichip.spec import MultiChip
 from simcore.capture.multichip.tables import MultiChipTables
 from simcore.parallel import CommRef, Compute, StepPlan, compute_factors
@@ -102,7 +102,8 @@ def capture_multichip(res: Resolved, writer: TraceWriter, progress: Progress | N
         tasks = [(hw.data, it, res.compute_cores, res.detail_cores if k in detail_classes else [])
                  for k, it in enumerate(items)]
         first: list[ChipSim] = []
-        if isinstance(runner, ProcessRunner):  # the first class here; its windows seed every worker's cache
+        if hasattr(runner, "initializer"):  # worker processes (ProcessRunner, DaskRunner): the first class here;
+            # its windows seed every worker's cache
             first = [simulate_task(tasks[0])]
             tasks = tasks[1:]
             report(SIM * work[0] / total, f"chip class 1/{len(items)} simulated; starting workers")
