@@ -20,6 +20,7 @@ Workers need this package installed (`pip install trn3-explorer`), like any Dask
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,11 +36,19 @@ def connect_scheduler(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any
     from distributed import Client
 
     check_address(address)
+    hint = "start one with `dask scheduler` and workers with `dask worker ADDRESS` (docs/sweeps.md)"
+    scheme, _, rest = address.partition("://")
+    host, _, port = rest.rpartition(":")
+    if scheme == "tcp" and port.isdigit():   # a refused connection fails now, not after Dask's retries
+        try:
+            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout_s).close()
+        except OSError as exc:
+            raise UserError(f"cannot reach the Dask scheduler at {address} ({exc.strerror or _why(exc)}); "
+                            f"{hint}.") from None
     try:
         return Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
-        raise UserError(f"cannot reach the Dask scheduler at {address} ({_why(exc)}); start one with "
-                        "`dask scheduler` and workers with `dask worker ADDRESS` (docs/sweeps.md).") from None
+        raise UserError(f"cannot reach the Dask scheduler at {address} ({_why(exc)}); {hint}.") from None
 
 
 def check_address(address: Any) -> str:
@@ -92,7 +101,7 @@ class DaskRunner:
         index = {f.key: i for i, f in enumerate(futures)}
         results: list = [None] * len(tasks)
         try:
-            for future in as_completed(futures):
+            for future in as_completed(futures, loop=client.loop):
                 i = index[future.key]
                 results[i] = future.result()
                 if done is not None:
