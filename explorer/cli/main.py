@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("explorer.cli.commands.diff:diff", "Compare two traces: metric, engine, op and kernel deltas."),
     "view": ("explorer.cli.commands.view:view", "Open the desktop explorer window on a trace (--smoke-test: render one frame, exit)."),
     "import": ("explorer.cli.commands.import_trace:import_trace", "Import PyTorch-profiler (Kineto) traces of one or many ranks."),
+    "sweep": ("explorer.cli.commands.sweep:sweep", "Capture a grid of configurations (locally or on a Dask cluster) into results.parquet."),
 }
 
 
