@@ -67,24 +67,27 @@ class Sweep:
         p = self.dir.traces_dir / self.dir.spec.trace_name(self._config(config))
         return p if matching_trace(p, self.options(config)) else None
 
+    def capture_target(self, config: int) -> Path:
+        """Where a capture of configuration `config` goes: the sweep's traces/ (so it is there
+        next time), or a fresh temporary directory where that cannot be written."""
+        name = self.dir.spec.trace_name(self._config(config))
+        target = self.dir.traces_dir / name
+        try:
+            self.dir.make_traces_dir()
+            if os.access(self.dir.traces_dir, os.W_OK) and not os.path.lexists(target):
+                return target
+        except OSError:
+            pass
+        return Path(tempfile.mkdtemp(prefix="trnx-sweep-trace-")) / name
+
     def capture_trace(self, config: int, progress: Any = None, cancel: Any = None) -> Path:
-        """The configuration's trace, captured now if it was not kept: into the sweep's traces/
-        (so it is there next time) or, where that cannot be written, a temporary directory."""
+        """The configuration's trace: the kept one, or captured now (`capture_target`)."""
         import simcore.capture as sc
 
         kept = self.trace_path(config)
         if kept is not None:
             return kept
-        name = self.dir.spec.trace_name(self._config(config))
-        target = self.dir.traces_dir / name
-        try:
-            self.dir.make_traces_dir()
-            writable = os.access(self.dir.traces_dir, os.W_OK) and not os.path.lexists(target)
-        except OSError:
-            writable = False
-        if not writable:
-            target = Path(tempfile.mkdtemp(prefix="trnx-sweep-trace-")) / name
-        return sc.capture(self.options(config), target, progress=progress, cancel=cancel)
+        return sc.capture(self.options(config), self.capture_target(config), progress=progress, cancel=cancel)
 
     def pareto(self, x: str, y: str, higher_x: bool | None = None, higher_y: bool | None = None) -> pd.DataFrame:
         """The ok rows on the Pareto front of columns x and y, ordered by x. Directions default

@@ -39,6 +39,7 @@ from explorer.ui.timeline import TimelineWidget
 from explorer.ui.utilisation_view import QtUtilisation
 from explorer.ui.window_extras import install as install_window_extras
 from explorer.ui.analysis_panels import install as install_analysis_panels
+from explorer.ui.sweep_window import install as install_sweeps
 
 
 class MainWindow(QMainWindow):
@@ -102,6 +103,7 @@ class MainWindow(QMainWindow):
         self._frame_timer.start()
         self.extras = install_window_extras(self)  # File > New capture, themes, shortcuts, About, saved layout
         self.analysis = install_analysis_panels(self)  # summary, operators, kernel, dependencies, recommendations, compare, export
+        self.sweeps = install_sweeps(self)  # File > Open sweep...: results table and Pareto plot
 
     # -- building --------------------------------------------------------------------
     def add_panel(self, title: str, widget: QWidget, area: Qt.DockWidgetArea = Qt.RightDockWidgetArea,
