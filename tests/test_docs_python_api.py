@@ -37,7 +37,8 @@ def test_every_block_runs(tmp_path, monkeypatch):
     for name in ("gemm-bf16.trnx", "gemm-mxfp8.trnx", "decode.trnx", "tp4.trnx"):
         assert (tmp_path / name / "meta.json").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["sample_traces", "gemm-bf16.trnx", "gemm-mxfp8.trnx", "decode.trnx", "tp4.trnx"])  # cancelled: nothing
+        ["sample_traces", "gemm-bf16.trnx", "gemm-mxfp8.trnx", "decode.trnx", "tp4.trnx", "sweep"])  # cancelled: nothing
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == ["results.parquet", "sweep.json", "traces"]
 
 
 def test_the_printed_error_is_the_one_in_the_comment():
