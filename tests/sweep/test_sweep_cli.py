@@ -78,15 +78,15 @@ def test_open_sweep_and_one_line_pandas_agree(reference):
 
 def test_same_seed_same_file_and_resume_runs_only_what_is_missing(reference, tmp_path):
     again = tmp_path / "again"
-    proc = trnx("sweep", *FIXED, *GRID, "--workers", "1", "--keep-traces", "-o", again)
-    assert proc.returncode == 0, proc.stderr
+    res = CliRunner().invoke(cli, ["sweep", *FIXED, *GRID, "--workers", "1", "--keep-traces", "-o", str(again)])
+    assert res.exit_code == 0, res.output
     assert (again / "results.parquet").read_bytes() == (reference / "results.parquet").read_bytes()
-    assert "6 configurations (3 ok, 3 refused); 6 run now" in proc.stdout
-    assert "most tokens/s per chip:" in proc.stdout and "tp=2 batch=16" in proc.stdout
+    assert "6 configurations (3 ok, 3 refused); 6 run now" in res.stdout
+    assert "most tokens/s per chip:" in res.stdout and "tp=2 batch=16" in res.stdout
     finished = (again / "results.parquet").stat().st_mtime_ns
-    proc = trnx("sweep", "--resume", "-o", again)
-    assert proc.returncode == 0, proc.stderr
-    assert "0 run now" in proc.stdout and (again / "results.parquet").stat().st_mtime_ns == finished
+    res = CliRunner().invoke(cli, ["sweep", "--resume", "-o", str(again)])
+    assert res.exit_code == 0, res.output
+    assert "0 run now" in res.stdout and (again / "results.parquet").stat().st_mtime_ns == finished
 
 
 def test_a_failing_configuration_is_a_failed_row_and_resume_runs_it_again(tmp_path, monkeypatch):

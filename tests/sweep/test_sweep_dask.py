@@ -13,9 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import simcore
+from explorer.cli.main import cli
 from simcore.capture.multichip.dask_runner import DaskRunner
+from simcore.errors import UserError
 from simcore.trace import open_trace
 from sweep.cases import FIXED, GRID, results, trnx
 
@@ -35,8 +38,9 @@ def test_sweep_on_a_local_cluster_of_worker_processes_matches_one_process(refere
     c, client = cluster
     pids = set(client.run(os.getpid).values())
     assert len(pids) == 2 and os.getpid() not in pids   # real worker processes
-    proc = trnx("sweep", *FIXED, *GRID, "--keep-traces", "--scheduler", c.scheduler_address, "-o", tmp_path / "s")
-    assert proc.returncode == 0, proc.stderr
+    res = CliRunner().invoke(cli, ["sweep", *FIXED, *GRID, "--keep-traces", "--scheduler", c.scheduler_address,
+                                   "-o", str(tmp_path / "s")])
+    assert res.exit_code == 0, res.output
     assert (tmp_path / "s" / "results.parquet").read_bytes() == (reference / "results.parquet").read_bytes()
     kept = sorted(p.name for p in (tmp_path / "s" / "traces").iterdir())
     assert kept == sorted(p.name for p in (reference / "traces").iterdir())
@@ -54,11 +58,12 @@ def test_a_multichip_capture_spreads_its_chip_classes_over_the_cluster(cluster, 
 
 
 def test_trnx_capture_scheduler_refuses_single_chip_and_bad_addresses(tmp_path):
-    one = trnx("capture", "-w", "gemm", "--scheduler", "tcp://127.0.0.1:9", "-o", tmp_path / "g.trnx")
-    assert one.returncode == 2 and "this capture runs on one chip" in one.stderr
-    bad = trnx("capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b", "--tp", "2", "--scheduler", "nowhere",
-               "-o", tmp_path / "t.trnx")
-    assert bad.stderr.strip() == "trnx: error: --scheduler 'nowhere' is not a scheduler address like tcp://HOST:8786."
+    one = CliRunner().invoke(cli, ["capture", "-w", "gemm", "--scheduler", "tcp://127.0.0.1:9", "-o",
+                                   str(tmp_path / "g.trnx")])
+    assert isinstance(one.exception, UserError) and "this capture runs on one chip" in str(one.exception)
+    bad = CliRunner().invoke(cli, ["capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b", "--tp", "2",
+                                   "--scheduler", "nowhere", "-o", str(tmp_path / "t.trnx")])
+    assert str(bad.exception) == "--scheduler 'nowhere' is not a scheduler address like tcp://HOST:8786."
     assert not list(tmp_path.iterdir())
 
 
@@ -101,11 +106,12 @@ def test_sweep_on_dask_scheduler_and_worker_processes_matches_one_process(refere
                 _stop(p)
 
 
-def test_unreachable_scheduler_is_one_sentence(tmp_path):
-    proc = trnx("sweep", *FIXED, *GRID, "--scheduler", "tcp://127.0.0.1:9", "-o", tmp_path / "s")
-    assert proc.returncode == 2
-    assert proc.stderr.startswith("trnx: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
-    assert len(proc.stderr.strip().splitlines()) == 1
+def test_unreachable_scheduler_is_one_sentence_and_writes_nothing(tmp_path):
+    res = CliRunner().invoke(cli, ["sweep", *FIXED, *GRID, "--scheduler", "tcp://127.0.0.1:9", "-o",
+                                   str(tmp_path / "s")])
+    assert isinstance(res.exception, UserError)
+    assert str(res.exception).startswith("cannot reach the Dask scheduler at tcp://127.0.0.1:9 (")
+    assert not (tmp_path / "s").exists()
 
 
 def test_a_sweep_killed_midway_loses_no_finished_row_and_resumes(reference, tmp_path):
