@@ -32,6 +32,10 @@ class SweepSpec:
         unknown = sorted(set(given) - set(OPTIONS))
         if unknown:
             raise UserError(f"unknown capture option '{unknown[0]}'.")
+        how = sorted(k for k in given if not OPTIONS[k].recorded)
+        if how:
+            raise UserError(f"{OPTIONS[how[0]].flag} is not an option of a sweep's captures (each configuration runs "
+                            "in one process and writes a new trace).")
         return cls(given, parse_grid(grid, given))
 
     @property

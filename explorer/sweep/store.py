@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from explorer import __version__
+import simcore
 from explorer.sweep.results import RESULTS_FILE, read_rows, write_results
 from explorer.sweep.spec import SweepSpec
 from explorer.sweep.task import SWEEP_FILE
@@ -120,7 +120,7 @@ class SweepDir:
 
     def _write_sweep_file(self, overwrite: bool) -> None:
         with atomic_path(self.path / SWEEP_FILE, overwrite=overwrite) as tmp:
-            tmp.write_text(json.dumps({"format": FORMAT, "version": 1, "id": self.id, "trnx_version": __version__,
+            tmp.write_text(json.dumps({"format": FORMAT, "version": 1, "id": self.id, "simulator_version": simcore.__version__,
                                        **self.spec.to_json(), "keep_traces": self.keep_traces}, indent=2) + "\n")
 
     # -- writing ---------------------------------------------------------------------

@@ -338,13 +338,11 @@ class SweepWindows:
         self.action.setObjectName("action-open-sweep")
         self.action.setToolTip("Open a trnx sweep directory: its results table and Pareto plot")
         self.action.triggered.connect(self.choose)
-        from explorer.ui.window_extras import menu_titled
-
-        file_menu = menu_titled(window, "File")   # after Open trace... and Open recent
+        recent = window.recent_menu   # File > Open recent: Open sweep... goes right after it
+        file_menu = recent.parentWidget()
         actions = file_menu.actions()
-        opened = next((i for i, a in enumerate(actions) if a.text().replace("&", "").startswith("Open trace")), -1)
-        after = actions[opened + 2] if 0 <= opened and opened + 2 < len(actions) else None
-        file_menu.insertAction(after, self.action)
+        i = actions.index(recent.menuAction())
+        file_menu.insertAction(actions[i + 1] if i + 1 < len(actions) else None, self.action)
 
     def choose(self) -> None:
         path = QFileDialog.getExistingDirectory(self.window, "Open sweep directory")

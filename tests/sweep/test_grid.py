@@ -74,6 +74,11 @@ def test_bad_grids_get_one_sentence(items, fixed, message):
         parse_grid(items, fixed)
 
 
+def test_how_to_capture_options_are_not_fixed_options_either():
+    with pytest.raises(UserError, match=r"^--workers is not an option of a sweep's captures"):
+        SweepSpec.build({"workload": "gemm", "workers": 4}, ["dtype=bf16,fp8"])
+
+
 def test_spec_round_trips_through_json_and_names_traces_safely():
     spec = SweepSpec.build({"hardware": "my presets/x.toml", "workload": "gemm", "phase": None},
                            ["shape=8,8,8;16,16,16", "dtype=bf16,fp8"])
