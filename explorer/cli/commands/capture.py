@@ -104,7 +104,7 @@ def capture(output: str, compression: str, scheduler: str | None, quiet: bool, *
         if bar is not None:
             bar.__enter__()
         path = sc.capture(out_path=output, progress=progress, compression=None if compression == "none" else compression,
-                          runner=runner, **{k: v for k, v in options.items() if v is not None})
+                          **({} if runner is None else {"runner": runner}), **{k: v for k, v in options.items() if v is not None})
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
