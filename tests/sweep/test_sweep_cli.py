@@ -7,6 +7,7 @@ import json
 import os
 import pty
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 
 import explorer
 from explorer.cli.main import cli
+from explorer.sweep.results import read_rows
 from explorer.sweep.run import run_sweep
 from explorer.sweep.store import SweepDir
 from explorer.sweep.task import Task, run_task
@@ -192,3 +194,25 @@ def test_progress_bar_on_a_terminal_only(tmp_path):
     piped = CliRunner().invoke(cli, ["sweep", "-w", "gemm", "--grid", "shape=128,128,128;256,256,256", "--workers",
                                      "1", "-o", str(tmp_path / "pipe")])
     assert piped.exit_code == 0 and piped.stderr == "" and "wrote" in piped.stdout
+
+
+def test_resume_reuses_a_kept_trace_whose_row_was_lost_and_never_replaces_anything_else(reference, tmp_path):
+    out = tmp_path / "s"
+    shutil.copytree(reference, out)
+    sweep = SweepDir.open(out)
+    rows = read_rows(out / "results.parquet")
+    kept = out / "traces" / "0000-tp=1-batch=1.trnx"
+    mine = out / "traces" / "0002-tp=2-batch=1.trnx"
+    shutil.rmtree(mine)
+    mine.mkdir()
+    (mine / "notes.txt").write_text("not a trace")
+    sweep.write([r for r in rows if r["config"] not in (0, 2)])   # as if killed before these rows were recorded
+    stamp = {p: p.stat().st_mtime_ns for p in kept.rglob("*")}
+    run = run_sweep(out, resume=True, workers=1)
+    assert run.ran == 2
+    assert run.rows[0] == rows[0]   # the same row, measured on the same trace
+    assert {p: p.stat().st_mtime_ns for p in kept.rglob("*")} == stamp   # reused as it was, not captured again
+    assert run.rows[2]["status"] == "failed"
+    assert run.rows[2]["reason"] == f"{mine} exists and is not this configuration's trace; it was left alone (move " \
+                                    "it away and --resume)."
+    assert (mine / "notes.txt").read_text() == "not a trace" and len(list(mine.iterdir())) == 1
