@@ -9,8 +9,8 @@
 
 `grid` parses `--grid` through the capture options' declaration, `spec` holds a sweep's
 options, `task` runs one configuration anywhere, `execute` runs many (inline, a local
-cluster, a remote one), `results` and `store` keep them on disk, `run` ties it together and
-`opened` reads a finished sweep back. docs/sweeps.md describes it all.
+cluster, a remote one), `results`, `store` and `traces` keep them on disk, `run` ties it
+together and `opened` reads a finished sweep back. docs/sweeps.md describes it all.
 """
 
 from __future__ import annotations
