@@ -18,12 +18,3 @@ class TraceFormatError(UserError):
 
 class ConfigError(UserError):
     """A hardware preset, workload or capture option is invalid."""
-
-
-class DoesNotFit(ConfigError):
-    """A model needs more HBM per chip than a chip has (a sweep records both numbers)."""
-
-    def __init__(self, message: str, need_bytes: int = 0, capacity_bytes: int = 0) -> None:
-        super().__init__(message)
-        self.need_bytes = int(need_bytes)
-        self.capacity_bytes = int(capacity_bytes)

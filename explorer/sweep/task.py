@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simcore.errors import ConfigError, DoesNotFit, UserError
+from simcore.errors import ConfigError, UserError
+from simcore.workloads.memory import DoesNotFit
 
 SWEEP_FILE = "sweep.json"
 _SCRATCH_NAME = re.compile(r"^trnx-sweep-(?P<pid>\d{1,10})-[A-Za-z0-9_]+$")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from simcore.errors import DoesNotFit
 from simcore.dtypes import dtype_bytes
 from simcore.parallel.layout import Parallelism
-from simcore.workloads.memory import describe_need
+from simcore.workloads.memory import DoesNotFit, describe_need
 from simcore.workloads.models import ModelConfig
 
 

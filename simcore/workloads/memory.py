@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from simcore.errors import DoesNotFit
+from simcore.errors import ConfigError
 from simcore.dtypes import dtype_bytes
 from simcore.workloads.models import ModelConfig
+
+
+class DoesNotFit(ConfigError):
+    """A model needs more HBM per chip than a chip has (a sweep records both numbers)."""
+
+    def __init__(self, message: str, need_bytes: int = 0, capacity_bytes: int = 0) -> None:
+        super().__init__(message)
+        self.need_bytes = int(need_bytes)
+        self.capacity_bytes = int(capacity_bytes)
 
 
 def model_memory(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int, dtype: str) -> dict[str, int]:
