@@ -75,3 +75,17 @@ def test_chain_waited_ns_is_what_kept_the_event_waiting(deps):
     lead = chain.iloc[:-1]
     assert Dependencies.chain_waited_ns(chain) == int(lead["dur_ns"].sum()) + 600
     assert Dependencies.chain_waited_ns(chain.iloc[-1:]) == 0  # nothing before it
+
+
+def test_same_answers_when_flows_are_not_in_destination_order(tmp_path):
+    tables = at.basic_tables()
+    tables["flows"] = {c: v[::-1] for c, v in tables["flows"].items()}  # the in-place search cannot be used
+    shuffled = Dependencies(open_trace(at.write(tmp_path / "flows.trnx", tables)))
+    assert shuffled._incoming._in_place is None
+    ordered = Dependencies(open_trace(at.write(tmp_path / "ordered.trnx")))
+    assert ordered._incoming._in_place is not None
+    for eid in (2, 3, 4, 6, 8, 20):
+        for a, b in ((shuffled.predecessors(eid), ordered.predecessors(eid)),
+                     (shuffled.successors(eid), ordered.successors(eid))):
+            assert a.sort_values("id").reset_index(drop=True).equals(b.sort_values("id").reset_index(drop=True))
+    assert shuffled.wait_chain(4)["id"].tolist() == [20, 2, 4]

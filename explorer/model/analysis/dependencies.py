@@ -22,8 +22,9 @@ import pandas as pd
 import pyarrow.compute as pc
 
 from explorer.model.events import DMA, INSTRUCTION, TABLE_NAMES, EventIndex
-from explorer.model.columns import codes, num
+from explorer.model.columns import num
 from explorer.model.tracks import Tracks
+from explorer.model.analysis.flow_index import FlowIndex
 from explorer.model.table_chunks import ChunkedColumn, TrackRuns, whole_column
 from simcore.errors import UserError
 from simcore.trace import Trace
@@ -154,14 +155,10 @@ class Dependencies:
         self.trace = trace
         self.events = events or EventIndex(trace)
         self.tracks = tracks or Tracks.of(trace)
-        f = trace.flows
-        src, dst = num(f, "src_id").astype(np.int64), num(f, "dst_id").astype(np.int64)
-        kc, kv = codes(f, "kind")
-        kind = np.asarray(kv, dtype=object)[kc] if len(kv) else np.array([], dtype=object)
-        by_dst = np.argsort(dst, kind="stable")
-        by_src = np.argsort(src, kind="stable")
-        self._dst_sorted, self._dst_src, self._dst_kind = dst[by_dst], src[by_dst], kind[by_dst]
-        self._src_sorted, self._src_dst, self._src_kind = src[by_src], dst[by_src], kind[by_src]
+        # flows into an event: searched in place (writers store flows by destination); flows out of
+        # one: a sorted copy of src_id, built the first time a view asks for successors
+        self._incoming = FlowIndex(trace.flows, "dst_id")
+        self._outgoing = FlowIndex(trace.flows, "src_id")
 
     @cached_property
     def _tables(self) -> dict[int, _Table]:
@@ -174,11 +171,7 @@ class Dependencies:
         return int(table[0]), int(row[0])
 
     def _edges(self, event_id: int, incoming: bool) -> tuple[np.ndarray, np.ndarray]:
-        keys, other, kind = (
-            (self._dst_sorted, self._dst_src, self._dst_kind) if incoming else (self._src_sorted, self._src_dst, self._src_kind)
-        )
-        lo, hi = np.searchsorted(keys, event_id, "left"), np.searchsorted(keys, event_id, "right")
-        return other[lo:hi], kind[lo:hi]
+        return (self._incoming if incoming else self._outgoing).edges(event_id)
 
     def _describe(self, ids: np.ndarray, kinds: np.ndarray, ref_start: int | None, incoming: bool) -> pd.DataFrame:
         table, row = self.events.locate(ids)
