@@ -104,13 +104,17 @@ class ChunkedColumn:
             return self.chunks[0][rows]
         if not self.chunks or len(rows) == 0:
             return np.zeros(0, self.dtype)[rows]
-        out = np.empty(len(rows), dtype=self.dtype)
         if bool((rows[1:] >= rows[:-1]).all()):  # ascending rows: each chunk's are one stretch, no sort
+            c = bisect_right(self._starts, int(rows[0])) - 1
+            if 0 <= c and int(rows[-1]) < self.offsets[c + 1]:  # all in one chunk (a track's rows, say)
+                return self.chunks[c][rows - self._starts[c]]
+            out = np.empty(len(rows), dtype=self.dtype)
             bounds = np.searchsorted(rows, self.offsets)
             for c in np.flatnonzero(np.diff(bounds)).tolist():
                 a, b = int(bounds[c]), int(bounds[c + 1])
                 out[a:b] = self.chunks[c][rows[a:b] - self.offsets[c]]
             return out
+        out = np.empty(len(rows), dtype=self.dtype)
         which = np.searchsorted(self.offsets, rows, side="right") - 1
         # a stable sort of small integers is a radix sort (linear): chunk numbers fit 16 bits
         order = np.argsort(which.astype(np.int16) if len(self.chunks) < 2**15 else which, kind="stable")

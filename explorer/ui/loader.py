@@ -9,6 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QThread, Signal
 
+from explorer.model.timeline import index_cache
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.utilisation import Utilisation
 from simcore.errors import UserError
@@ -27,13 +28,19 @@ class LoadedTrace:
 
 
 def load(path: Path, progress=None, colour_mode: str = "opcode") -> LoadedTrace:
-    """Everything the window needs for a trace (call it off the GUI thread)."""
+    """Everything the window needs for a trace (call it off the GUI thread).
+
+    A persisted index that matches the trace's files (`index_cache`) replaces both the full
+    validation (it was written after one, of these very files) and the pass over the tables.
+    """
     say = progress or (lambda f, m: None)
     say(0.0, f"opening {path.name}")
     trace = open_trace(path, validate=False)  # meta, magic and schema now; data below
-    say(0.01, "validating")
-    trace.validate()
-    index = TraceIndex.build(trace, lambda f, m: say(0.25 + 0.6 * f, m))
+    saved = index_cache.load(trace)
+    if saved is None or not saved.info.get("validated"):
+        say(0.01, "validating")
+        trace.validate()
+    index = TraceIndex.build(trace, lambda f, m: say(0.25 + 0.6 * f, m), saved=saved)
     say(0.86, "colouring")
     index.colours(colour_mode)
     say(0.93, "utilisation")
@@ -80,3 +87,4 @@ class TraceLoader(QThread):
                 self.failed.emit("")
             else:
                 self.loaded.emit(result)
+                result.index.save(validated=True)  # for the next open, after this one is on screen

@@ -216,17 +216,16 @@ class TraceTables:
     @staticmethod
     def _write_events(w: TraceWriter, table: str, per_track: dict[int, list[dict[str, np.ndarray]]],
                       vocabs: dict[str, list[str]]) -> None:
-        """One batch per track (split at WRITE_BATCH rows), tracks in id order: grouped by track."""
+        """One record batch per track, tracks in id order: grouped by track, and each track's rows one
+        chunk, which a reader maps as a numpy view (a track split over batches must be copied whole
+        to be searched as one array, as the timeline does)."""
         for track in sorted(per_track):
             chunks = per_track[track]
             cols = {k: (np.concatenate([c[k] for c in chunks]) if len(chunks) > 1 else chunks[0][k]) for k in chunks[0]}
-            n = len(cols["id"])
-            for i in range(0, n, WRITE_BATCH):
-                batch: dict[str, Any] = {"track_id": np.full(min(WRITE_BATCH, n - i), track, np.int32)}
-                for k, v in cols.items():
-                    part = v[i:i + WRITE_BATCH]
-                    batch[k] = (part, vocabs[k]) if k in vocabs else part
-                w.write(table, batch)
+            batch: dict[str, Any] = {"track_id": np.full(len(cols["id"]), track, np.int32)}
+            for k, v in cols.items():
+                batch[k] = (v, vocabs[k]) if k in vocabs else v
+            w.write(table, batch)
 
     def _write_kernels(self, w: TraceWriter) -> None:
         if not self.kernel_rows:

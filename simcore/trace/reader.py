@@ -251,6 +251,10 @@ class Trace:
         """The table as a DataFrame (dictionary columns become categoricals)."""
         return self.table(name, chips).to_pandas()
 
+    def table_files(self) -> list[Path]:
+        """Every table file of the trace (a partitioned table has one per chip), as meta.json names them."""
+        return [f for name in S.TABLES for _, f, _ in _table_parts(self.path, self.meta, name)]
+
     def validate(self) -> None:
         """Check every table's schema and data invariants; raises TraceFormatError."""
         for name, spec in S.TABLES.items():

@@ -26,7 +26,7 @@ def test_imported_profile_opens_in_the_window(qtbot, tmp_path: Path) -> None:
     assert engine_rows == {(c, p, "TensorMatrix") for c in (0, 1) for p in (0, 1)}
     names = {index.tracks[t].name for t in index.counters}
     assert {"HBM Bandwidth", "Throttling", "State Buffer Utilisation"} <= names
-    assert index.kernel_ops is not None and index.tables["kernels"].start.size == 2 * 2 * 3  # (rank, core, hlo)
+    assert index.kernel_ops is not None and index.tables["kernels"].n == 2 * 2 * 3  # (rank, core, hlo)
 
 
 def test_view_opens_a_profile_directory_directly(tmp_path: Path) -> None:

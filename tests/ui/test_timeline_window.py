@@ -351,3 +351,23 @@ def test_loading_runs_in_a_worker_thread_with_progress_and_cancel(qtbot, tmp_pat
     canvas.setFocus()
     QTest.keyClick(canvas, Qt.Key_W)  # keys typed on the rows reach the timeline
     assert w.timeline.viewport.width == pytest.approx(0.8 * (w.timeline.viewport.hi - w.timeline.viewport.lo))
+
+
+def test_reopening_a_trace_uses_the_index_saved_by_the_first_open(qtbot, trace_path, monkeypatch):
+    from explorer.model.timeline import index_cache, trace_index
+    from explorer.ui import open_window
+
+    monkeypatch.setattr(trace_index, "SAVE_MIN_EVENTS", 0)  # the test trace is small
+    first = open_window(trace_path)
+    qtbot.addWidget(first)
+    qtbot.waitUntil(lambda: first.loaded is not None and (trace_path / index_cache.CACHE_FILE).is_file(),
+                    timeout=20_000)
+    assert first.loaded.index.saved is None  # built from the tables
+    second = open_window(trace_path)
+    qtbot.addWidget(second)
+    qtbot.waitUntil(lambda: second.loaded is not None, timeout=20_000)
+    index = second.loaded.index
+    assert index.saved is not None and index.validated  # mapped, no pass over the tables, no re-validation
+    assert second.timeline.render_frame() > 0
+    assert [r.node.label for r in second.timeline.canvas.tree.rows()] == [
+        r.node.label for r in first.timeline.canvas.tree.rows()]

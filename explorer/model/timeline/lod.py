@@ -103,37 +103,36 @@ class Coverage:
 def fractions_many(covs: list[Coverage], edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`fractions_and_last` for many tracks at once: (n, bins) fractions and indices.
 
-    One `searchsorted` per track; every gather and the arithmetic run once over all
-    tracks (a frame's cost is dominated by per-call overhead otherwise).
+    Per track one `searchsorted` and three gathers (each track may have its own arrays: a
+    view of its record batch); the arithmetic then runs once over all tracks, as a frame's
+    cost is dominated by per-call overhead otherwise.
     """
     e = np.asarray(edges, dtype=np.float64)
     n, nb = len(covs), len(e) - 1
-    if n == 0:
-        return np.zeros((0, nb)), np.zeros((0, nb), dtype=np.int64)
-    keys = np.floor(e).astype(np.int64)  # integer keys: a float key would convert the whole root
-    width = np.diff(e)
     frac = np.zeros((n, nb))
     last = np.full((n, nb), -1, dtype=np.int64)
-    groups: dict[int, list[int]] = {}
-    for i, c in enumerate(covs):
-        if c.hi > c.lo:
-            groups.setdefault(id(c.root_start), []).append(i)
-    for members in groups.values():
-        root = covs[members[0]]
-        j = np.empty((len(members), nb + 1), dtype=np.int64)
-        lo = np.empty((len(members), 1), dtype=np.int64)
-        for r, i in enumerate(members):
-            c = covs[i]
-            j[r] = np.searchsorted(c.root_start[c.lo:c.hi], keys, side="right")
-            j[r] += c.lo - 1
-            lo[r] = c.lo
-        jc = np.maximum(j, lo)
-        part = np.clip(e[None, :] - root.root_start[jc], 0.0, root.root_dur[jc].astype(np.float64))
-        b = np.where(j >= lo, (root.root_cum[jc] - root.root_cum[lo]) + part, 0.0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f = np.diff(b, axis=1) / width[None, :]
-        frac[members] = np.clip(np.nan_to_num(f), 0.0, 1.0)
-        last[members] = j[:, 1:] - lo
+    live = [i for i, c in enumerate(covs) if c.hi > c.lo]
+    if not live or nb < 1:
+        return frac, last
+    keys = np.floor(e).astype(np.int64)  # integer keys: a float key would convert the whole root
+    m = len(live)
+    j = np.empty((m, nb + 1), dtype=np.int64)
+    start = np.empty((m, nb + 1), dtype=np.int64)
+    dur = np.empty((m, nb + 1), dtype=np.int64)
+    before = np.empty((m, nb + 1), dtype=np.int64)
+    for r, i in enumerate(live):
+        c = covs[i]
+        j[r] = np.searchsorted(c.root_start[c.lo:c.hi], keys, side="right") - 1  # -1: nothing started yet
+        jc = np.maximum(j[r], 0) + c.lo
+        start[r] = c.root_start[jc]
+        dur[r] = c.root_dur[jc]
+        before[r] = c.root_cum[jc] - c.root_cum[c.lo]
+    part = np.clip(e[None, :] - start, 0.0, dur.astype(np.float64))
+    b = np.where(j >= 0, before + part, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = np.diff(b, axis=1) / np.diff(e)[None, :]
+    frac[live] = np.clip(np.nan_to_num(f), 0.0, 1.0)
+    last[live] = j[:, 1:]
     return frac, last
 
 

@@ -82,17 +82,17 @@ def _or(masks: dict[str, np.ndarray], table: str, m: np.ndarray) -> None:
 def _match_masks(index: TraceIndex, needle: str) -> dict[str, np.ndarray]:
     """Per interval table, a boolean per sorted position: does the event match?
 
-    Names are matched once per distinct name and the per-event pass is one gather
-    of the opcode colouring already on screen. Kernel, op and layer names find
-    kernels (and op/layer names the collectives their op issued), not every
-    instruction inside them: stepping goes kernel by kernel.
+    Names are matched once per distinct name, then one pass over each table's opcode (or
+    name) codes marks the events. Kernel, op and layer names find kernels (and op/layer
+    names the collectives their op issued), not every instruction inside them: stepping
+    goes kernel by kernel.
     """
     masks: dict[str, np.ndarray] = {}
     shown = index.colours("opcode")
     match = _name_matches(shown.names, needle)
     if match.any():
         for tname, codes in shown.codes.items():
-            _or(masks, tname, match[codes])
+            _or(masks, tname, codes.matches(match))
     h = index.kernel_ops
     if h is None:
         return masks

@@ -92,7 +92,7 @@ def summarize_area(index: TraceIndex, sel: Scope) -> SelectionSummary:
         ev = lane.events
         lo, hi = lane.lo + a, lane.lo + b
         if ev.name == "instructions":
-            starts = ev.start[lo:hi]
+            starts = lane.start[a:b]
             inside = (starts >= t0) & (starts < t1)
             codes, vocab = ev.sorted_code_rows("opcode", lo, hi)
             n = np.bincount(codes[inside], minlength=len(vocab))
@@ -101,14 +101,14 @@ def summarize_area(index: TraceIndex, sel: Scope) -> SelectionSummary:
             out.instructions += int(inside.sum())
             out.flops += int(_col(ev, "flops", lo, hi)[inside].sum())
         elif ev.name == "dma":
-            s, d = ev.start[lo:hi], ev.dur[lo:hi]
+            s, d = lane.start[a:b], lane.dur[a:b]
             nbytes = _col(ev, "bytes", lo, hi).astype(np.float64)
             ov = np.clip(np.minimum(s + d, t1) - np.maximum(s, t0), 0, None).astype(np.float64)
             frac = np.where(d > 0, ov / np.maximum(d, 1), ((s >= t0) & (s < t1)).astype(np.float64))
             out.dma_bytes += float((nbytes * frac).sum())
             out.dma_transfers += int((frac > 0).sum())
         elif ev.name == "collectives":
-            arrive = ev.start[lo:hi]
+            arrive = lane.start[a:b]
             begin = _col(ev, "start_ns", lo, hi)
             w = np.clip(np.minimum(begin, t1) - np.maximum(arrive, t0), 0, None)
             out.collective_wait_ns += int(w.sum())

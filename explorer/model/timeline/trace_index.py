@@ -1,12 +1,16 @@
-"""The timeline's index over a trace: per-track sorted numpy arrays and coverage.
+"""The timeline's index over a trace: per-track intervals, their coverage and colours.
 
 Every interval table (`instructions`, `dma`, `kernels`, `collectives`) becomes an
-`EventTable` whose rows are ordered by (track, start) — zero-copy views of the
-memory-mapped Arrow columns when the writer grouped rows by track, as the simulator
-does. A `Lane` is one track's slice of that order plus its busy-time `Coverage`, so
-the visible intervals of any time range are two `searchsorted` calls away and the
-per-pixel coverage costs O(pixels x log n): nothing the GUI does per frame grows
-with the trace. Building the index runs once, off the GUI thread.
+`EventTable` ordered by (track, start): a `Lane` per track holds that track's starts
+and durations (zero-copy views of the memory-mapped Arrow chunks when the writer kept a
+track in one record batch) and its busy-time `Coverage`, so the visible intervals of any
+time range are two `searchsorted` calls away and the per-pixel coverage costs
+O(pixels x log n): nothing the GUI does per frame grows with the trace. Colours come
+from the trace's own columns at the positions a frame asks for (`colour_codes`).
+
+Building reads every row once (seconds for 100M events, off the GUI thread); `save()`
+persists what it found (`index_cache`) and `TraceIndex.open` reuses it, so reopening a
+trace maps that file and reads no table until a frame needs its pixels.
 """
 
 from __future__ import annotations
@@ -16,24 +20,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from explorer.model import columns
-from explorer.model.timeline.counter_bins import CounterSeries
 from explorer.model.events import TABLE_NAMES as EVENT_TABLES
 from explorer.model.events import EventIndex
-from explorer.model.timeline.lod import Coverage, is_disjoint, prefix_sum
-from explorer.model.table_chunks import batches, column_rows, take
+from explorer.model.table_chunks import batches
+from explorer.model.timeline import colour_codes, index_cache
+from explorer.model.timeline.colour_codes import COLOUR_MODES, NO_NAME, ColourCodes
+from explorer.model.timeline.counter_bins import CounterSeries
+from explorer.model.timeline.event_table import EventTable, Lane, TableLayout, TrackInfo
+from explorer.model.timeline.lod import Coverage, is_disjoint
 from simcore.errors import UserError
 from simcore.trace import Trace
 from simcore.trace import schema as S
+
+__all__ = ["COLOUR_MODES", "NO_NAME", "ColourCodes", "EventRef", "EventTable", "Lane", "TrackInfo", "TraceIndex"]
 
 Progress = Callable[[float, str], None]
 """progress(fraction 0..1, what is happening); may raise to cancel."""
 
 INTERVAL_TABLES = ("instructions", "dma", "kernels", "collectives")
-COLOUR_MODES = ("opcode", "kernel", "op", "layer")
-NO_NAME = "(none)"
+SAVE_MIN_EVENTS = 1_000_000  # smaller traces index in well under a second: no file beside them
 
 # Display order of engine rows inside a core, as in the Neuron profiler.
 KIND_ORDER = {
@@ -43,190 +50,11 @@ KIND_ORDER = {
 
 
 @dataclass(frozen=True)
-class TrackInfo:
-    track_id: int
-    chip: int
-    core: int
-    kind: str
-    name: str
-    unit: str
-
-
-@dataclass(frozen=True)
 class EventRef:
     """One event: a row of an interval table (the row number in the trace's table)."""
 
     table: str
     row: int
-
-
-class EventTable:
-    """One interval table ordered by (track, start), with per-track bounds."""
-
-    def __init__(self, name: str, table: pa.Table) -> None:
-        self.name = name
-        self.table = table
-        n = table.num_rows
-        self.n = n
-        track = columns.num(table, "track_id")
-        if name == "collectives":
-            start = columns.num(table, "arrive_ns")
-            dur = columns.num(table, "end_ns") - start
-        else:
-            start = columns.num(table, "start_ns")
-            dur = columns.num(table, "dur_ns")
-        self.order: np.ndarray | None = None
-        if n > 1:
-            same = track[1:] == track[:-1]
-            grouped = bool((track[1:] >= track[:-1]).all())
-            if not grouped or not bool((start[1:] >= start[:-1])[same].all()):
-                self.order = np.lexsort((start, track))
-                track, start, dur = track[self.order], start[self.order], dur[self.order]
-        if (dur < 0).any():
-            raise UserError(f"table '{name}' has a negative duration; run `trnx validate` on the trace.")
-        self.start = np.ascontiguousarray(start, dtype=np.int64)
-        self.dur = np.ascontiguousarray(dur, dtype=np.int64)
-        # track ids are sorted now: each track is one run (no np.unique: it sorts a copy), and the
-        # runs replace a per-event track column
-        first = np.r_[0, np.flatnonzero(track[1:] != track[:-1]) + 1] if n else np.zeros(0, np.int64)
-        self._run_lo = first.astype(np.int64)
-        self._run_track = track[first].astype(np.int64)
-        last = np.r_[first[1:], n] if n else first
-        self.bounds: dict[int, tuple[int, int]] = {
-            int(t): (int(a), int(b)) for t, a, b in zip(self._run_track, first, last)}
-        self._row_to_pos: np.ndarray | None = None
-        self._vocab: dict[str, list[str] | None] = {}
-        self._numeric: dict[str, np.ndarray] = {}
-
-    # -- positions <-> rows ------------------------------------------------------
-    def row(self, pos: int) -> int:
-        return int(pos if self.order is None else self.order[pos])
-
-    def pos(self, row: int) -> int:
-        if self.order is None:
-            return int(row)
-        if self._row_to_pos is None:
-            inv = np.empty(self.n, dtype=np.int64)
-            inv[self.order] = np.arange(self.n)
-            self._row_to_pos = inv
-        return int(self._row_to_pos[row])
-
-    def column(self, name: str) -> np.ndarray:
-        """A numeric column in table-row order (cached: a copy only when chunked)."""
-        got = self._numeric.get(name)
-        if got is None:
-            got = self._numeric[name] = columns.num(self.table, name)
-        return got
-
-    def sorted_column(self, name: str) -> np.ndarray:
-        """A numeric column in (track, start) order."""
-        values = self.column(name)
-        return values if self.order is None else values[self.order]
-
-    def sorted_rows(self, name: str, lo: int, hi: int) -> np.ndarray:
-        """A numeric column at sorted positions [lo, hi): read from the chunks, no whole-column copy."""
-        if self.order is None:
-            return column_rows(self.table, name, lo, hi)
-        return take(self.table, name, self.order[lo:hi])
-
-    def sorted_mapped(self, name: str, fn: Callable[[np.ndarray], np.ndarray], dtype: Any = np.int32) -> np.ndarray:
-        """`fn` of a numeric column, in (track, start) order, computed batch by batch: no whole-column
-        copy when the table is in that order already (what writers produce)."""
-        if self.order is not None:
-            return np.asarray(fn(self.sorted_column(name)), dtype=dtype)
-        out = np.empty(self.n, dtype)
-        for offset, c, _ in batches(self.table, (name,)):
-            out[offset:offset + len(c[name])] = fn(c[name])
-        return out
-
-    def sorted_codes(self, name: str) -> tuple[np.ndarray, list[str]]:
-        """A dictionary column's codes in (track, start) order, and its vocabulary.
-
-        Not cached (the colours keep what they need); `sorted_code_rows` reads a slice."""
-        codes, vocab = columns.codes(self.table, name)
-        if self.order is not None:
-            codes = codes[self.order]
-        return codes, vocab
-
-    def sorted_code_rows(self, name: str, lo: int, hi: int) -> tuple[np.ndarray, list[str]]:
-        """`sorted_codes(name)` at sorted positions [lo, hi), reading only those rows when every
-        chunk's dictionary is a prefix of the longest (as the trace reader leaves them)."""
-        vocab = self._vocab.get(name, False)
-        if vocab is False:
-            col = self.table.column(name)
-            chunks = [c for c in col.chunks]
-            longest = max((c.dictionary for c in chunks), key=len) if chunks else None
-            ok = longest is not None and all(longest[: len(c.dictionary)].equals(c.dictionary) for c in chunks)
-            vocab = self._vocab[name] = [str(v) for v in longest.to_pylist()] if ok else None
-        if vocab is None:
-            codes, full = self.sorted_codes(name)
-            return codes[lo:hi], full
-        return self.sorted_rows(name, lo, hi).astype(np.int32, copy=False), vocab
-
-    def value(self, column: str, row: int) -> Any:
-        return self.table.column(column)[row].as_py()
-
-    def end(self, pos: int) -> int:
-        return int(self.start[pos] + self.dur[pos])
-
-    def track_at(self, pos: int) -> int:
-        """The track of the event at a sorted position."""
-        return int(self._run_track[int(np.searchsorted(self._run_lo, pos, side="right")) - 1])
-
-
-@dataclass
-class Lane:
-    """One interval track: its slice [lo, hi) of an `EventTable` and its coverage."""
-
-    track: TrackInfo
-    events: EventTable
-    lo: int
-    hi: int
-    disjoint: bool
-    coverage: Coverage
-    reach: np.ndarray | None = None  # running max of ends, only for overlapping lanes
-
-    @property
-    def start(self) -> np.ndarray:
-        return self.events.start[self.lo:self.hi]
-
-    @property
-    def dur(self) -> np.ndarray:
-        return self.events.dur[self.lo:self.hi]
-
-    @property
-    def count(self) -> int:
-        return self.hi - self.lo
-
-    def visible(self, t0: float, t1: float) -> tuple[int, int]:
-        """Lane-relative [a, b) of the intervals that overlap [t0, t1)."""
-        start = self.start
-        if len(start) == 0:
-            return 0, 0
-        b = int(np.searchsorted(start, int(np.ceil(t1)), side="left"))
-        if self.reach is not None:
-            a = int(np.searchsorted(self.reach, int(np.floor(t0)), side="right"))
-        else:
-            a = max(int(np.searchsorted(start, int(np.floor(t0)), side="right")) - 1, 0)
-            if a < len(start) and start[a] + self.dur[a] <= t0 and a < b:
-                a += 1
-        return a, max(a, b)
-
-    def at(self, t: float, slack_ns: float = 0.0) -> int | None:
-        """Lane-relative index of the interval under time t (or within slack_ns of it)."""
-        start, dur = self.start, self.dur
-        if len(start) == 0:
-            return None
-        j = int(np.searchsorted(start, int(np.floor(t)), side="right")) - 1
-        best, best_d = None, slack_ns
-        for k in range(max(j - (8 if self.reach is not None else 0), 0), min(j + 2, len(start))):
-            s, e = float(start[k]), float(start[k] + dur[k])
-            d = 0.0 if s <= t < e or (s == e == t) else min(abs(t - s), abs(t - e))
-            if d < best_d or (d == 0.0 and best_d == 0.0 and best is None):
-                best, best_d = k, d
-            elif d == 0.0 and best is not None and best_d == 0.0 and dur[k] < dur[best]:
-                best = k  # the innermost of overlapping intervals
-        return best
 
 
 @dataclass
@@ -295,15 +123,6 @@ def build_kernel_ops(trace: Trace) -> KernelOps:
     return h
 
 
-@dataclass
-class ColourCodes:
-    """One colouring: a name per category and, per interval table, a code per event."""
-
-    mode: str
-    names: list[str]
-    codes: dict[str, np.ndarray]  # table name -> int32 code per sorted position
-
-
 class TraceIndex:
     """Everything the timeline needs to draw and query a trace without scanning it."""
 
@@ -315,15 +134,26 @@ class TraceIndex:
         self.lanes: dict[int, Lane] = {}
         self.counters: dict[int, CounterSeries] = {}
         self.kernel_ops: KernelOps | None = None
+        self.saved: index_cache.SavedIndex | None = None  # the persisted index it was opened from
+        self._cum: dict[str, np.ndarray] = {}  # per table: busy time before each sorted position
+        self._disjoint: dict[str, np.ndarray] = {}  # per table: bool per lane, in run order
+        self._usage: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}  # mode -> table -> per category
         self._colours: dict[str, ColourCodes] = {}
         self._events: EventIndex | None = None
 
     # -- building ----------------------------------------------------------------
     @classmethod
-    def build(cls, trace: Trace, progress: Progress | None = None) -> TraceIndex:
-        """Index a trace (seconds for 10M events; call it off the GUI thread)."""
+    def open(cls, trace: Trace, progress: Progress | None = None) -> TraceIndex:
+        """The index from the persisted one when it matches the trace (no table is read), else built."""
+        return cls.build(trace, progress, saved=index_cache.load(trace))
+
+    @classmethod
+    def build(cls, trace: Trace, progress: Progress | None = None,
+              saved: index_cache.SavedIndex | None = None) -> TraceIndex:
+        """Index a trace (seconds for 100M events; call it off the GUI thread), reusing `saved`."""
         say = progress or (lambda f, m: None)
         self = cls(trace)
+        self.saved = saved
         say(0.02, "reading tracks")
         tr = trace.tracks
         ids = columns.num(tr, "track_id")
@@ -338,17 +168,7 @@ class TraceIndex:
         done = 0.05
         for name in INTERVAL_TABLES:
             say(done, f"indexing {name}")
-            events = self.tables[name] = EventTable(name, trace.table(name))
-            cum = prefix_sum(events.dur)  # shared by every disjoint track of the table
-            for tid, (lo, hi) in events.bounds.items():
-                info = self.tracks.get(tid) or self._unknown_track(tid)
-                start, dur = events.start[lo:hi], events.dur[lo:hi]
-                disjoint = is_disjoint(start, dur)
-                if disjoint:
-                    cov, reach = Coverage(events.start, events.dur, cum, lo, hi), None
-                else:
-                    cov, reach = Coverage.build(start, dur, disjoint=False), np.maximum.accumulate(start + dur)
-                self.lanes[tid] = Lane(info, events, lo, hi, disjoint, cov, reach)
+            self._index_table(name)
             done += weights[name]
         say(done, "indexing counters")
         ctab = trace.counters
@@ -365,8 +185,65 @@ class TraceIndex:
                 self.counters[int(tid)] = CounterSeries(info.name, info.unit, ctime[a:b], cval[a:b])
         say(0.95, "resolving kernels and ops")
         self.kernel_ops = build_kernel_ops(trace)
+        if saved is not None:
+            self._usage = {mode: {t: (np.asarray(c, np.int64), np.asarray(w, np.float64)) for t, (c, w) in per.items()}
+                           for mode, per in saved.info.get("usage", {}).items()}
         say(1.0, "ready")
         return self
+
+    def _index_table(self, name: str) -> None:
+        """The table's lanes: layout, disjointness and prefix sums from the saved index, or found now."""
+        table = self.trace.table(name)
+        saved = self.saved
+        if saved is not None:
+            order = saved[f"{name}.order"] if f"{name}.order" in saved else None
+            layout = TableLayout(saved[f"{name}.run_track"], saved[f"{name}.run_lo"], order)
+            disjoint = saved[f"{name}.disjoint"]
+            cum = saved[f"{name}.cum"]
+        else:
+            layout, disjoint, cum = None, None, None
+        events = self.tables[name] = EventTable(name, table, layout, checked=saved is not None)
+        if cum is None:
+            cum = self._cum[name] = _prefix_sum(events)  # one table-wide array: lanes take slices
+        else:
+            self._cum[name] = cum
+        flags = []
+        for i, (tid, (lo, hi)) in enumerate(events.bounds.items()):
+            info = self.tracks.get(tid) or self._unknown_track(tid)
+            start, dur = events.lane_arrays(lo, hi)
+            dis = bool(disjoint[i]) if disjoint is not None else is_disjoint(start, dur)
+            flags.append(dis)
+            if dis:
+                cov, reach = Coverage(start, dur, cum[lo:hi + 1], 0, hi - lo), None
+            else:
+                cov, reach = Coverage.build(start, dur, disjoint=False), np.maximum.accumulate(start + dur)
+            self.lanes[tid] = Lane(info, events, lo, hi, dis, cov, start, dur, reach)
+        self._disjoint[name] = np.array(flags, dtype=bool)
+
+    def save(self, *, validated: bool) -> bool:
+        """Persist what building found (layouts, disjointness, prefix sums, the colourings computed
+        so far) inside the trace directory, for `open` to reuse. `validated`: the trace passed full
+        validation, so a later open of the unchanged files may skip it. False when not written:
+        already saved, too small to be worth a file (it builds in well under a second), or the
+        directory refused it."""
+        if self.saved is not None or self.event_count < SAVE_MIN_EVENTS:
+            return False
+        arrays: dict[str, np.ndarray] = {}
+        for name, events in self.tables.items():
+            layout = events.layout
+            arrays[f"{name}.run_track"] = layout.run_track
+            arrays[f"{name}.run_lo"] = layout.run_lo
+            if layout.order is not None:
+                arrays[f"{name}.order"] = layout.order
+            arrays[f"{name}.disjoint"] = self._disjoint[name]
+            arrays[f"{name}.cum"] = self._cum[name]
+        usage = {mode: {t: [c.tolist(), w.tolist()] for t, (c, w) in per.items()} for mode, per in self._usage.items()}
+        return index_cache.save(self.trace, arrays, {"validated": validated, "usage": usage})
+
+    @property
+    def validated(self) -> bool:
+        """The persisted index it came from was built from these very files after full validation."""
+        return self.saved is not None and bool(self.saved.info.get("validated"))
 
     def _unknown_track(self, tid: int) -> TrackInfo:
         info = self.tracks[tid] = TrackInfo(tid, 0, -1, "unknown", f"track {tid}", "")
@@ -393,7 +270,7 @@ class TraceIndex:
         """(start, end) of an event in ns."""
         events = self.tables[ref.table]
         pos = events.pos(ref.row)
-        return int(events.start[pos]), events.end(pos)
+        return events.start_at(pos), events.end(pos)
 
     def find_id(self, event_id: int) -> EventRef | None:
         """The instruction or DMA transfer with this event id."""
@@ -465,62 +342,35 @@ class TraceIndex:
     # -- colouring ---------------------------------------------------------------
     def category_time(self, mode: str) -> np.ndarray:
         """Total event time (ns) per colour category of `mode` (what the legend ranks by)."""
-        cc = self.colours(mode)
-        total = np.zeros(len(cc.names), dtype=np.float64)
-        for tname, codes in cc.codes.items():
-            if len(codes):
-                total += np.bincount(codes, weights=self.tables[tname].dur, minlength=len(cc.names))
-        return total
+        return self.colours(mode).time
 
     def colours(self, mode: str) -> ColourCodes:
-        """Category names and per-event codes for colouring by opcode, kernel, op or layer."""
+        """Category names, their time, and per-event codes (on demand) for colouring by opcode, kernel,
+        op or layer."""
         if mode not in COLOUR_MODES:
             raise UserError(f"unknown colour mode '{mode}'; choose one of {', '.join(COLOUR_MODES)}.")
         got = self._colours.get(mode)
         if got is None:
-            got = self._colours[mode] = self._build_colours(mode)
+            used = self._usage.get(mode)
+            if used is None or set(used) != set(self.tables):
+                used = self._usage[mode] = {
+                    t: colour_codes.usage(self.tables[t], src)
+                    for t, src in colour_codes.sources(self.tables, mode, self.kernel_ops).items()}
+            got = self._colours[mode] = colour_codes.build(self.tables, mode, self.kernel_ops, used)
         return got
 
-    def _build_colours(self, mode: str) -> ColourCodes:
-        names: dict[str, int] = {}
 
-        def assign(values: list[str] | np.ndarray, local: np.ndarray) -> np.ndarray:
-            """Global codes for `values[local]`; only names actually used get a code."""
-            if len(local) == 0:
-                return np.zeros(0, np.int32)
-            used = np.bincount(local, minlength=len(values)) > 0
-            remap = np.zeros(len(values), dtype=np.int32)
-            for i in np.flatnonzero(used):
-                remap[i] = names.setdefault(str(values[i]), len(names))
-            return remap[local]
-
-        codes: dict[str, np.ndarray] = {}
-        h = self.kernel_ops
-        none = np.array([NO_NAME], dtype=object)
-        for tname, events in self.tables.items():
-            if mode == "opcode":
-                col = {"instructions": "opcode", "kernels": "name", "collectives": "kind"}.get(tname)
-                if col is not None:
-                    local, vocab = events.sorted_codes(col)
-                    codes[tname] = assign(vocab, local)
-                else:  # dma: by direction
-                    s, sv = events.sorted_codes("src")
-                    d, dv = events.sorted_codes("dst")
-                    pairs = [f"DMA {a}\u2192{b}" for a in sv for b in dv]
-                    codes[tname] = assign(pairs, s.astype(np.int64) * max(len(dv), 1) + d)
-                continue
-            assert h is not None
-            if tname == "collectives":
-                orow = h.op_row(events.sorted_column("op_id"))
-                source = h.op_names if mode in ("op", "kernel") else h.op_layer
-                vals = np.concatenate([source, none])
-                codes[tname] = assign(vals, np.where(orow >= 0, orow, len(vals) - 1))
-                continue
-            vals = np.concatenate([h.names[mode], none])
-
-            def local_of(kernel_id: np.ndarray, missing: int = len(vals) - 1) -> np.ndarray:
-                krow = h.kernel_row(kernel_id)
-                return np.where(krow >= 0, krow, missing)
-
-            codes[tname] = assign(vals, events.sorted_mapped("kernel_id", local_of))  # batch by batch
-        return ColourCodes(mode, list(names), codes)
+def _prefix_sum(events: EventTable) -> np.ndarray:
+    """Busy time before each sorted position, table-wide (len n + 1), read batch by batch."""
+    cum = np.zeros(events.n + 1, np.int64)
+    if events.order is not None or events.name == "collectives":
+        _, dur = events.lane_arrays(0, events.n)
+        np.cumsum(dur, out=cum[1:])
+        return cum
+    carry = 0
+    for offset, c, _ in batches(events.table, ("dur_ns",)):
+        part = cum[offset + 1:offset + 1 + len(c["dur_ns"])]
+        np.cumsum(c["dur_ns"], out=part)
+        part += carry
+        carry = int(part[-1])
+    return cum
