@@ -342,4 +342,6 @@ class MainWindow(QMainWindow):
             loader = self.loader
             self.cancel_loading()
             loader.wait(10000)
+        for loader in self.findChildren(TraceLoader):  # a shown trace's loader may still be saving its index
+            loader.wait(120_000)
         super().closeEvent(event)

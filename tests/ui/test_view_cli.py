@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +22,20 @@ def test_view_smoke_test_renders_a_frame_and_exits_0(trace_path):
     r = run("-m", "explorer.cli.main", "view", str(trace_path), "--smoke-test")
     assert r.returncode == 0, r.stderr
     assert "first frame rendered" in r.stdout
+
+
+@pytest.mark.slow
+def test_view_timings_print_one_json_line_once_the_analyses_are_on_screen(trace_path):
+    r = run("-m", "explorer.cli.main", "view", str(trace_path), "--smoke-test", "--timings")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 1
+    t = json.loads(lines[0])
+    assert list(t) == ["open_s", "first_frame_s", "analyses_s", "peak_rss_mb"]
+    assert 0 < t["open_s"] <= t["first_frame_s"] <= t["analyses_s"] < 120
+    assert 50 < t["peak_rss_mb"] < 4096
+    r = run("-m", "explorer.cli.main", "view", str(trace_path), "--timings")  # timings of what?
+    assert r.returncode == 2 and "--smoke-test" in r.stderr
 
 
 @pytest.mark.slow

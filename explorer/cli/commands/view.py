@@ -7,6 +7,7 @@ one sentence and exit 2, suggesting the offscreen platform for a headless smoke 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -35,8 +36,13 @@ def check_display(environ: dict[str, str] | None = None, platform: str | None = 
                         f"{HEADLESS_HINT}.")
 
 
-def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view") -> int:
+TIMINGS = ("open_s", "first_frame_s", "analyses_s", "peak_rss_mb")
+
+
+def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", timings: bool = False) -> int:
     """What `trnx view` and `python -m explorer` (the packaged app) do; returns the exit code."""
+    if timings and not (smoke_test and trace is not None):
+        raise UserError("--timings measures a --smoke-test of a trace: give both, and the trace.")
     if trace is not None and not Path(trace).exists():
         raise UserError(f"{trace} does not exist.")
     check_display()
@@ -47,8 +53,11 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view") 
     if smoke_test:
         from explorer.ui.smoke import smoke_test as run_smoke_test
 
-        ms = run_smoke_test(trace)
-        click.echo(f"{prog}: window built, first frame rendered in {ms:.1f} ms")
+        figures = run_smoke_test(trace, timings=timings)
+        if timings:  # one JSON line, for scripts and benches
+            click.echo(json.dumps({k: round(figures[k], 3) for k in TIMINGS}))
+        else:
+            click.echo(f"{prog}: window built, first frame rendered in {figures['frame_ms']:.1f} ms")
         return 0
     from explorer.ui import run
 
@@ -61,10 +70,14 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view") 
 Examples:
   trnx view run.trnx
   trnx view                                   # File > Open or File > New capture from the window
-  QT_QPA_PLATFORM=offscreen trnx view sample_traces/gemm-4096-bf16.trnx --smoke-test""")
+  QT_QPA_PLATFORM=offscreen trnx view sample_traces/gemm-4096-bf16.trnx --smoke-test
+  QT_QPA_PLATFORM=offscreen trnx view big.trnx --smoke-test --timings   # {"open_s": ..., "first_frame_s": ...}""")
 @click.argument("trace", required=False, type=click.Path())
 @click.option("--smoke-test", is_flag=True, help="Build the window, render one frame and exit (packaging check).")
-def view(trace: str | None, smoke_test: bool) -> None:
-    code = open_explorer(trace, smoke_test)
+@click.option("--timings", is_flag=True,
+              help="With --smoke-test: wait for the analysis panels, then print one JSON line {open_s, first_frame_s, "
+                   "analyses_s, peak_rss_mb}: seconds from the start of opening the trace, and the peak memory in MiB.")
+def view(trace: str | None, smoke_test: bool, timings: bool) -> None:
+    code = open_explorer(trace, smoke_test, timings=timings)
     if code:
         sys.exit(code)
