@@ -178,6 +178,12 @@ class EventIndex:
     def __len__(self) -> int:
         return self._n
 
+    def direct_table(self) -> tuple[int, np.ndarray, np.ndarray] | None:
+        """(lowest id, table code per id - lowest, row per id - lowest) when ids are dense and unique
+        (-1 for ids no event has), for compiled passes that look ids up themselves; else None."""
+        d = self._dense
+        return None if d is None else (d.lo, d.table, d.row)
+
     def locate(self, event_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(table code, row) per id; table -1 where the id is not an event of this trace."""
         q = np.asarray(event_ids, dtype=np.int64)

@@ -56,13 +56,17 @@ def test_basic_trace_problems_fire_with_evidence_and_links(tmp_path):
     assert impacts == sorted(impacts, reverse=True)
 
 
-@pytest.mark.parametrize("shuffle", ["flows", "instructions", "both"])
-def test_tensor_waits_do_not_depend_on_row_or_flow_order(tmp_path, shuffle):
+@pytest.mark.parametrize("shuffle", ["flows", "instructions", "both", "compiled"])
+def test_tensor_waits_do_not_depend_on_row_or_flow_order(tmp_path, shuffle, monkeypatch):
+    from explorer.model.analysis import dma_waits
+
     t = at.basic_tables()
     # flows in destination order (as writers store them): a second DMA flow into instruction 2 and one into 4
     t["flows"] = {"src_id": [20, 21, 2, 22, 3, 6], "dst_id": [2, 2, 4, 4, 6, 8],
                   "kind": ["semaphore", "semaphore", "data", "semaphore", "data", "data"]}
     ordered = _rules(tmp_path / "a.trnx", t)["tensor_waiting_on_dma"]
+    if shuffle == "compiled":  # the compiled first step (big traces) on the same flows
+        monkeypatch.setattr(dma_waits, "COMPILED_MIN_FLOWS", 0)
     if shuffle in ("flows", "both"):  # destinations out of order: gathered, then sorted once
         t["flows"] = {c: v[::-1] for c, v in t["flows"].items()}
     if shuffle in ("instructions", "both"):  # tracks interleaved: the previous row is not the row before

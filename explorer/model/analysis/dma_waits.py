@@ -14,12 +14,14 @@ table; only the rows flows point at are read, in row order (which `ChunkedColumn
 gathers chunk by chunk without sorting). Writers store flows in destination order, so
 an instruction's flows are adjacent and each batch is finished on its own (the last
 destination carried into the next batch); flows in any other order are gathered first
-and sorted once.
+and sorted once. From 200k flows the id look-ups and the first filter run as one compiled
+pass (`sweeps.dma_flow_rows`, 30% of the rule's time on 21.5M flows); a test checks both
+ways give the same evidence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -61,6 +63,11 @@ def tensor_dma_waits(trace: Trace, events: EventIndex, is_tensor_track: np.ndarr
     for offset, d, _ in batches(dma, ("start_ns", "dur_ns")):
         np.add(d["start_ns"], d["dur_ns"], out=dma_end[offset:offset + len(d["start_ns"])])
     sorted_dst = _destinations_sorted(flows)
+    compiled = _compiled(events, table, ctx, dma_end) if sorted_dst else None
+
+    def waits(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return compiled(src, dst) if compiled is not None else ctx.waits(*_dma_to_instruction(events, dma_end, src, dst))
+
     carry: tuple[np.ndarray, np.ndarray] | None = None
     pending: list[tuple[np.ndarray, np.ndarray]] = []
     for src, dst in _pieces(flows):
@@ -70,16 +77,39 @@ def tensor_dma_waits(trace: Trace, events: EventIndex, is_tensor_track: np.ndarr
             cut = int(np.searchsorted(dst, dst[-1], side="left"))
             carry = (src[cut:], dst[cut:])
             src, dst = src[:cut], dst[:cut]
-        rows, ends = _dma_to_instruction(events, dma_end, src, dst)
         if sorted_dst:
-            acc.add(ctx.waits(rows, ends))
-        elif len(rows):
-            pending.append((rows, ends))
+            acc.add(waits(src, dst))
+        else:
+            rows, ends = _dma_to_instruction(events, dma_end, src, dst)
+            if len(rows):
+                pending.append((rows, ends))
     if carry is not None:
-        acc.add(ctx.waits(*_dma_to_instruction(events, dma_end, *carry)))
+        acc.add(waits(*carry))
     if pending:
         acc.add(ctx.waits(np.concatenate([p[0] for p in pending]), np.concatenate([p[1] for p in pending])))
     return acc.result()
+
+
+COMPILED_MIN_FLOWS = 200_000  # from here one compiled pass (sweeps.dma_flow_rows) finds the flows' rows
+
+
+def _compiled(events: EventIndex, table: _Table, ctx: _Rows,
+              dma_end: np.ndarray) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, ...]] | None:
+    """Waits of a piece of flows in destination order with the id look-ups and the first filter in one
+    compiled pass, when ids have a direct table; None otherwise (numpy does every step)."""
+    direct = events.direct_table()
+    if direct is None or events.trace.flows.num_rows < COMPILED_MIN_FLOWS:
+        return None
+    from explorer.model.analysis.sweeps import dma_flow_rows
+
+    lo, table_of, row_of = direct
+
+    def run(src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        out_row, out_end = np.empty(len(src), np.int64), np.empty(len(src), np.int64)
+        m = dma_flow_rows(src, dst, np.int64(lo), table_of, row_of, dma_end, out_row, out_end)
+        return ctx.waits(out_row[:m], out_end[:m])
+
+    return run
 
 
 PIECE = 1 << 17  # flows per step: a step's temporaries stay in the CPU's caches (25% faster than 1M flows)
@@ -188,7 +218,7 @@ class _Accumulator:
         self.total += int(wait.sum())
         self.waiting += int(np.count_nonzero(wait > 0))
         top = int(wait.max())
-        row = int(rows[np.flatnonzero(wait == top)[0]])  # rows ascend: the first is the smallest
+        row = int(rows[wait == top].min())  # the first row among the longest waits
         self.worst = max(self.worst, (top, -row))
         # rows come in long runs of one kernel: sum each run, then the runs per kernel at the end
         first = np.r_[0, np.flatnonzero(kern[1:] != kern[:-1]) + 1]

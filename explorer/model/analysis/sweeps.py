@@ -68,3 +68,29 @@ def outside_runs(start: np.ndarray, end: np.ndarray, run_start: np.ndarray, run_
             r += 1
         out[i] = end[i] > s and (r < 0 or run_end[r] < end[i])
     return out
+
+
+@njit(cache=True, nogil=True)
+def dma_flow_rows(src, dst, lo, table_of, row_of, dma_end, out_row, out_end) -> int:
+    """`dma_waits`' first step in one pass: for flows from a DMA transfer to an instruction, the
+    instruction's row and the transfer's end, ids looked up in the event index's direct table
+    (`lo`, `table_of`: 0 instruction, 1 DMA, `row_of`). Flows come in destination order, so an
+    instruction's are adjacent and are written once, with their latest end. Returns the count."""
+    m = 0
+    size = len(table_of)
+    for i in range(len(src)):
+        d = dst[i] - lo
+        if d < 0 or d >= size or table_of[d] != 0:
+            continue
+        s = src[i] - lo
+        if s < 0 or s >= size or table_of[s] != 1:
+            continue
+        row, end = row_of[d], dma_end[row_of[s]]
+        if m and out_row[m - 1] == row:
+            if end > out_end[m - 1]:
+                out_end[m - 1] = end
+            continue
+        out_row[m] = row
+        out_end[m] = end
+        m += 1
+    return m
