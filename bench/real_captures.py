@@ -1,0 +1,321 @@
+"""Issue 16's figures on this project's own captures, each beside a baseline measured in the same run.
+
+    .venv/bin/python bench/real_captures.py [--figures summary,diff,window,frames,capture]
+                                            [--captures 12M,28M,100M] [--repeat 3] [--recapture]
+
+The captures are made by the bench itself with `trnx capture` and kept under bench/out/
+(gitignored) between runs; a capture is made again when its command changed or with
+--recapture. They need ~13 GB of disk; the 100M one ~1 minute and several GB of memory,
+so run one big bench at a time on a shared machine.
+
+  12M      llama3.1-70b prefill seq 4096, instruction detail on core 0: 12.6M events, 21.5M flows
+  12M-mx   the same in MXFP8: the other side of `trnx diff`
+  28M      llama3.1-8b prefill seq 8192, instruction detail on every core: 28M instructions
+  100M     llama3.1-70b prefill seq 4096, instruction detail on every core: 101M events, 8.9 GB
+
+Figures (each command in a fresh process; wall time, CPU time of the process, peak RSS):
+  summary  `trnx summary T --json`; baseline: plain pandas reading T's instructions and flows
+           and grouping them (busy time and count per chip, core and engine; flows per kind)
+  diff     `trnx diff 12M 12M-mx --json`; baseline: that pandas read + groupby of both traces
+  window   `trnx view T --smoke-test --timings`: the first open (builds and saves the timeline
+           index) and a reopen (maps it); beside `trnx summary T`'s time (analyses on screen
+           within 1.5x of it) and the trace's size on disk (peak RSS within 1.5x of it)
+  frames   frame times of a zoom walk over the 100M capture (bench/frame_time.py's walk)
+  capture  `trnx capture` of each capture: wall time, events/s, peak RSS against the trace's
+           size; baseline: writing the same instructions, DMA and flows rows as raw Arrow IPC
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "bench" / "out"
+sys.path.insert(0, str(ROOT / "bench"))
+
+CAPTURES: dict[str, list[str]] = {
+    "12M": ["-w", "llama3.1-70b", "--phase", "prefill", "--seq", "4096", "--detail", "instruction"],
+    "12M-mx": ["-w", "llama3.1-70b", "--phase", "prefill", "--seq", "4096", "--detail", "instruction", "--dtype", "mxfp8"],
+    "28M": ["-w", "llama3.1-8b", "--phase", "prefill", "--seq", "8192", "--detail", "instruction", "--cores", "all"],
+    "100M": ["-w", "llama3.1-70b", "--phase", "prefill", "--seq", "4096", "--detail", "instruction", "--cores", "all"],
+}
+FIGURES = ("summary", "diff", "window", "frames", "capture")
+ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+
+# runs `trnx ARGS` and reports the process's own peak RSS (VmHWM) on stderr at exit (wait4's
+# ru_maxrss would carry the bench's own high-water mark over through exec)
+WITH_PEAK = (
+    "import atexit, runpy, sys\n"
+    "def peak():\n"
+    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+    "    print('\\nPEAK_KB', hwm[0].split()[1] if hwm else 0, file=sys.stderr)\n"
+    "atexit.register(peak)\n"
+    "sys.argv[0] = 'trnx'\n"
+    "runpy.run_module('explorer.cli.main', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def trace_path(name: str) -> Path:
+    return OUT / f"{name}.trnx"
+
+
+def disk_gib(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and f.name != "timeline-index.cache") / 2**30
+
+
+def run(args: list[str], *, python: bool = False) -> dict:
+    """Run `trnx ARGS` (or `python ARGS`) in a fresh process: wall, CPU (user + system) and peak RSS."""
+    cmd = [sys.executable, *args] if python else [sys.executable, "-c", WITH_PEAK, *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed: {proc.stderr.strip()[-2000:]}")
+    kb = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("PEAK_KB ")]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall_s": wall, "cpu_s": cpu, "peak_mib": int(kb[-1]) / 1024 if kb else None, "stdout": proc.stdout}
+
+
+def best(runs: list[dict]) -> dict:
+    """The best wall time of some runs, with its CPU and the largest peak (medians beside)."""
+    b = min(runs, key=lambda r: r["wall_s"])
+    return {**b, "median_wall_s": statistics.median(r["wall_s"] for r in runs),
+            "peak_mib": max((r["peak_mib"] or 0) for r in runs) or b["peak_mib"]}
+
+
+# -- the captures ------------------------------------------------------------------------------
+def ensure_capture(name: str, recapture: bool) -> tuple[Path, dict | None]:
+    """The capture's trace (made now when missing, stale or asked for) and, if made now, its figures."""
+    path = trace_path(name)
+    stamp = OUT / f"{name}.command.json"
+    want = {"args": CAPTURES[name]}
+    if path.exists() and stamp.exists() and json.loads(stamp.read_text()) == want and not recapture:
+        return path, None
+    OUT.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        shutil.rmtree(path)  # ours: bench/out holds only what this bench wrote
+    print(f"capturing {name}: trnx capture {' '.join(CAPTURES[name])}", flush=True)
+    r = run(["capture", *CAPTURES[name], "-o", str(path)])
+    stamp.write_text(json.dumps(want))
+    return path, r
+
+
+def events_of(path: Path) -> int:
+    meta = json.loads((path / "meta.json").read_text())
+    return sum(int(meta["tables"][t].get("rows", 0)) for t in ("instructions", "dma"))
+
+
+# -- baselines (each in its own process, like the commands they stand beside) ----------------
+def pandas_baseline(paths: list[Path]) -> None:
+    """Plain pandas: read instructions and flows, group busy time and counts per (chip, core, engine)
+    and flows per kind, for each trace."""
+    import pandas as pd
+
+    for p in paths:
+        tracks = pd.read_feather(p / "tracks.arrow")
+        ins = pd.read_feather(p / "instructions.arrow").merge(tracks[["track_id", "chip", "core", "kind"]], on="track_id")
+        ins.groupby(["chip", "core", "kind"], observed=True)["dur_ns"].agg(["sum", "size"])
+        del ins
+        flows = pd.read_feather(p / "flows.arrow")
+        flows.groupby("kind", observed=True).size()
+        del flows
+
+
+def raw_write_baseline(path: Path, where: Path) -> None:
+    """Write the trace's instructions, DMA and flows rows as raw Arrow IPC (read back memory-mapped)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from simcore.trace import open_trace
+
+    trace = open_trace(path, validate=False)
+    tables = {n: trace.table(n) for n in ("instructions", "dma", "flows")}
+    import numpy as np
+
+    for t in tables.values():  # fault the pages in first (a byte per page): the write is what is timed
+        for c in t.columns:
+            for chunk in c.chunks:
+                for b in chunk.buffers():
+                    if b is not None and b.size:
+                        int(np.frombuffer(b, dtype=np.uint8)[::4096].sum())
+    t0 = time.perf_counter()
+    for name, table in tables.items():
+        with pa.OSFile(str(where / f"{name}.arrow"), "wb") as sink, ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+    print(json.dumps({"write_s": time.perf_counter() - t0, "rows": sum(t.num_rows for t in tables.values())}))
+
+
+# -- figures ------------------------------------------------------------------------------------
+def figure_summary(paths: dict[str, Path], repeat: int) -> list[dict]:
+    rows = []
+    for name, p in paths.items():
+        if name == "12M-mx":
+            continue
+        ours = best([run(["summary", str(p), "--json"]) for _ in range(repeat)])
+        base = best([run([__file__, "--pandas-baseline", str(p)], python=True) for _ in range(repeat)])
+        rows.append({"figure": "summary", "trace": name, "ours": ours, "baseline": base})
+        print(f"summary {name}: trnx {ours['wall_s']:.2f} s wall {ours['cpu_s']:.2f} s CPU {ours['peak_mib']:.0f} MiB; "
+              f"pandas {base['wall_s']:.2f} s wall {base['cpu_s']:.2f} s CPU; ratio {ours['wall_s'] / base['wall_s']:.2f}x",
+              flush=True)
+    return rows
+
+
+def figure_diff(paths: dict[str, Path], repeat: int) -> list[dict]:
+    a, b = paths.get("12M"), paths.get("12M-mx")
+    if a is None or b is None:
+        return []
+    ours = best([run(["diff", str(a), str(b), "--json"]) for _ in range(repeat)])
+    base = best([run([__file__, "--pandas-baseline", str(a), str(b)], python=True) for _ in range(repeat)])
+    print(f"diff 12M 12M-mx: trnx {ours['wall_s']:.2f} s wall {ours['cpu_s']:.2f} s CPU; pandas on both "
+          f"{base['wall_s']:.2f} s wall {base['cpu_s']:.2f} s CPU; ratio {ours['wall_s'] / base['wall_s']:.2f}x", flush=True)
+    return [{"figure": "diff", "trace": "12M vs 12M-mx", "ours": ours, "baseline": base}]
+
+
+def figure_window(paths: dict[str, Path], repeat: int) -> list[dict]:
+    rows = []
+    for name, p in paths.items():
+        if name == "12M-mx":
+            continue
+        (p / "timeline-index.cache").unlink(missing_ok=True)  # ours: the first open writes it again
+        opens = []
+        for i in range(repeat + 1):  # the first open builds and saves the index; the others map it
+            r = run(["view", str(p), "--smoke-test", "--timings"])
+            opens.append({**json.loads(r["stdout"].strip().splitlines()[-1]), "wall_s": r["wall_s"]})
+        summary = best([run(["summary", str(p), "--json"]) for _ in range(repeat)])
+        size = disk_gib(p)
+        first, again = opens[0], min(opens[1:], key=lambda o: o["first_frame_s"])
+        rows.append({"figure": "window", "trace": name, "first_open": first, "reopen": again, "opens": opens,
+                     "summary": summary, "trace_gib": size})
+        print(f"window {name} ({size:.2f} GiB): first open: frame {first['first_frame_s']:.2f} s, analyses "
+              f"{first['analyses_s']:.2f} s, peak {first['peak_rss_mb'] / 1024:.2f} GiB; reopen: frame "
+              f"{again['first_frame_s']:.2f} s, analyses {again['analyses_s']:.2f} s "
+              f"({again['analyses_s'] / summary['wall_s']:.2f}x trnx summary's {summary['wall_s']:.2f} s), peak "
+              f"{again['peak_rss_mb'] / 1024:.2f} GiB = {again['peak_rss_mb'] / 1024 / size:.2f}x the trace", flush=True)
+    return rows
+
+
+def figure_frames(paths: dict[str, Path], repeat: int) -> list[dict]:
+    p = paths.get("100M")
+    if p is None:
+        return []
+    r = run([__file__, "--frames", str(p), "--repeat", str(repeat)], python=True)
+    got = json.loads(r["stdout"].strip().splitlines()[-1])
+    print(f"frames 100M: zoom walk median {got['median_ms']:.1f} ms, p95 {got['p95_ms']:.1f} ms over {got['frames']} "
+          f"frames (CPU p95 {got['cpu_p95_ms']:.1f} ms); first frame {got['first_frame_s']:.2f} s", flush=True)
+    return [{"figure": "frames", "trace": "100M", **got}]
+
+
+def frames(path: Path, repeat: int) -> None:
+    """A zoom walk over the whole span down to single instructions, `repeat` times, in a real window."""
+    import numpy as np
+    from frame_time import HEIGHT, WIDTH, zoom_scenario
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.ui import ensure_app
+    from explorer.ui.main_window import MainWindow
+
+    app = ensure_app()
+    w = MainWindow()
+    w.resize(WIDTH, HEIGHT)
+    w.show()
+    t = time.perf_counter()
+    w.open_path(path)
+    while w.loaded is None:
+        QApplication.processEvents()
+        time.sleep(0.002)
+    tl = w.timeline
+    tl.render_frame()
+    first = time.perf_counter() - t
+    lo, hi = tl.viewport.lo, tl.viewport.hi
+    walls, cpus = [], []
+
+    def frame() -> float:
+        c = time.thread_time()  # the GUI thread's own CPU (the analysis worker runs meanwhile)
+        ms = tl.render_frame()
+        cpus.append((time.thread_time() - c) * 1e3)
+        walls.append(ms)
+        return ms
+
+    for _ in range(repeat):
+        zoom_scenario(tl.viewport.set_range, frame, lo, hi)
+    print(json.dumps({"frames": len(walls), "median_ms": float(np.median(walls)), "p95_ms": float(np.percentile(walls, 95)),
+                      "max_ms": float(np.max(walls)), "cpu_p95_ms": float(np.percentile(cpus, 95)), "first_frame_s": first}))
+    os._exit(0)  # the analysis worker may still be running: its result is not what is measured
+
+
+def figure_capture(made: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
+    rows = []
+    for name, r in made.items():
+        p = paths[name]
+        tmp = OUT / f".raw-write-{name}"
+        tmp.mkdir(exist_ok=True)
+        try:
+            raw = json.loads(run([__file__, "--raw-write", str(p), str(tmp)], python=True)["stdout"].strip().splitlines()[-1])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        n, size = events_of(p), disk_gib(p)
+        rows.append({"figure": "capture", "trace": name, "ours": r, "events": n, "trace_gib": size, "raw_write": raw})
+        print(f"capture {name}: {r['wall_s']:.1f} s wall ({n / r['wall_s'] / 1e6:.1f}M events/s), peak "
+              f"{r['peak_mib'] / 1024:.2f} GiB = {r['peak_mib'] / 1024 / size:.2f}x the {size:.2f} GiB trace; raw Arrow "
+              f"write of its {raw['rows'] / 1e6:.1f}M rows {raw['write_s']:.1f} s ({raw['rows'] / raw['write_s'] / 1e6:.1f}M rows/s)",
+              flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--figures", default=",".join(FIGURES))
+    ap.add_argument("--captures", default=",".join(CAPTURES))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--recapture", action="store_true", help="capture again even when a cached capture matches")
+    ap.add_argument("--pandas-baseline", nargs="+", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--raw-write", nargs=2, type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--frames", type=Path, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.pandas_baseline:
+        return pandas_baseline(a.pandas_baseline)
+    if a.raw_write:
+        return raw_write_baseline(*a.raw_write)
+    if a.frames:
+        return frames(a.frames, a.repeat)
+    figures = a.figures.split(",")
+    names = [n for n in a.captures.split(",") if n]
+    if "diff" in figures and "12M" in names and "12M-mx" not in names:
+        names.append("12M-mx")
+    paths, made = {}, {}
+    for name in names:
+        paths[name], r = ensure_capture(name, a.recapture or "capture" in figures)
+        if r is not None:
+            made[name] = r
+    results = []
+    if "capture" in figures:
+        results += figure_capture(made, paths)
+    if "summary" in figures:
+        results += figure_summary(paths, a.repeat)
+    if "diff" in figures:
+        results += figure_diff(paths, a.repeat)
+    if "window" in figures:
+        results += figure_window(paths, a.repeat)
+    if "frames" in figures:
+        results += figure_frames(paths, a.repeat)
+    for r in results:
+        for v in r.values():
+            if isinstance(v, dict):
+                v.pop("stdout", None)
+    (OUT / "real-captures.json").write_text(json.dumps(results, indent=1))
+    print(f"figures written to {OUT / 'real-captures.json'}")
+
+
+if __name__ == "__main__":
+    main()
