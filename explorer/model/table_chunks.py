@@ -204,9 +204,13 @@ class TrackRuns:
             amin, amax = int(a.min()), int(a.max())
             lo_id = amin if lo_id is None else min(lo_id, amin)
             hi_id = amax if hi_id is None else max(hi_id, amax)
+            one_track = amin == amax  # the simulator writes each track as one batch
             if tracks is not None and 0 <= lo_id and hi_id < n:  # counts matter while every id is valid
-                counts += np.bincount(a, minlength=n)
-            starts = np.flatnonzero(a[1:] != a[:-1]) + 1
+                if one_track:
+                    counts[amin] += len(a)
+                else:
+                    counts += np.bincount(a, minlength=n)
+            starts = np.zeros(0, np.int64) if one_track else np.flatnonzero(a[1:] != a[:-1]) + 1
             if prev is None or int(a[0]) != prev:
                 starts = np.r_[0, starts]
             run_track.append(a[starts].astype(np.int64))

@@ -73,6 +73,24 @@ def rows_where(table: pa.Table, column: str, value: int) -> np.ndarray:
     return pc.indices_nonzero(pc.equal(table.column(column), value)).to_numpy().astype(np.int64, copy=False)
 
 
+class _KernelIndex:
+    """Row index into `ids` (the kernels table's ids) of each event's kernel, -1 when it has none."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self.order = np.argsort(ids, kind="stable")
+        self.sorted = ids[self.order]
+
+    def __call__(self, kernel_of_row: np.ndarray) -> np.ndarray:
+        if len(self.sorted) == 0 or len(kernel_of_row) == 0:
+            return np.full(len(kernel_of_row), -1, np.int64)
+        # events come in long runs of one kernel: each run is looked up once
+        first = np.r_[0, np.flatnonzero(kernel_of_row[1:] != kernel_of_row[:-1]) + 1]
+        head = kernel_of_row[first]
+        pos = np.minimum(np.searchsorted(self.sorted, head), len(self.sorted) - 1)
+        found = np.where(self.sorted[pos] == head, self.order[pos], -1)
+        return found if len(first) == len(kernel_of_row) else np.repeat(found, np.diff(np.r_[first, len(kernel_of_row)]))
+
+
 def _rate(num_: np.ndarray, dur_ns: np.ndarray, scale: float) -> np.ndarray:
     dur = np.asarray(dur_ns, dtype=np.float64)
     return np.divide(np.asarray(num_, dtype=np.float64), dur * scale, out=np.full(len(dur), np.nan), where=dur > 0)
@@ -171,18 +189,9 @@ class Hierarchy:
         df["share_percent"] = 100.0 * df["dur_ns"] / self.total_ns
         return df
 
-    def _kernel_index(self, ids: np.ndarray, kernel_of_row: np.ndarray) -> np.ndarray:
-        """Row index into `ids` of each event's kernel, -1 when it has none."""
-        if len(ids) == 0 or len(kernel_of_row) == 0:
-            return np.full(len(kernel_of_row), -1, np.int64)
-        order = np.argsort(ids, kind="stable")
-        pos = np.searchsorted(ids[order], kernel_of_row)
-        pos_c = np.minimum(pos, len(ids) - 1)
-        ok = ids[order][pos_c] == kernel_of_row
-        return np.where(ok, order[pos_c], -1)
-
     def _kernel_detail(self, ids: np.ndarray) -> tuple[np.ndarray, ...]:
         n = len(ids)
+        kernel_index = _KernelIndex(ids)
         ins = self.trace.instructions
         busy = np.zeros(n)
         sync_busy = np.zeros(n)
@@ -201,7 +210,7 @@ class Hierarchy:
                 first = np.r_[0, np.flatnonzero((kid[1:] != kid[:-1]) | (tid[1:] != tid[:-1])) + 1]
                 run_len = np.diff(np.r_[first, len(kid)])
                 run_dur = np.add.reduceat(c["dur_ns"], first).astype(np.float64)
-                kidx = self._kernel_index(ids, kid[first])
+                kidx = kernel_index(kid[first])
                 row_kind = kind_idx[tid[first]]
                 ok = (kidx >= 0) & (row_kind >= 0)
                 per += np.bincount(kidx[ok] * len(_ENGINE_ROWS) + row_kind[ok], weights=run_dur[ok],
@@ -216,7 +225,7 @@ class Hierarchy:
         dma_busy = np.zeros(n)
         dma_count = np.zeros(n, np.int64)
         if dma.num_rows and n:
-            kidx = self._kernel_index(ids, num(dma, "kernel_id"))
+            kidx = kernel_index(num(dma, "kernel_id"))
             ok = kidx >= 0
             s = num(dma, "start_ns")[ok]
             dma_busy = union_length_per_group(kidx[ok], s, s + num(dma, "dur_ns")[ok], n).astype(np.float64)
