@@ -17,6 +17,8 @@ Figures (each command in a fresh process; wall time, CPU time of the process, pe
   summary  `trnx summary T --json`; baseline: plain pandas reading T's instructions and flows
            and grouping them (busy time and count per chip, core and engine; flows per kind)
   diff     `trnx diff 12M 12M-mx --json`; baseline: that pandas read + groupby of both traces
+  rules    each recommendation rule's CPU time in process (after the summary and operator tree
+           it shares), beside the rows of the tables it reads: linear, none dominating
   window   `trnx view T --smoke-test --timings`: the first open (builds and saves the timeline
            index) and a reopen (maps it); beside `trnx summary T`'s time (analyses on screen
            within 1.5x of it) and the trace's size on disk (peak RSS within 1.5x of it)
@@ -48,7 +50,7 @@ CAPTURES: dict[str, list[str]] = {
     "28M": ["-w", "llama3.1-8b", "--phase", "prefill", "--seq", "8192", "--detail", "instruction", "--cores", "all"],
     "100M": ["-w", "llama3.1-70b", "--phase", "prefill", "--seq", "4096", "--detail", "instruction", "--cores", "all"],
 }
-FIGURES = ("summary", "diff", "window", "frames", "capture")
+FIGURES = ("summary", "diff", "rules", "window", "frames", "capture")
 ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
 
 # runs `trnx ARGS` and reports the process's own peak RSS (VmHWM) on stderr at exit (wait4's
@@ -182,6 +184,42 @@ def figure_diff(paths: dict[str, Path], repeat: int) -> list[dict]:
     return [{"figure": "diff", "trace": "12M vs 12M-mx", "ours": ours, "baseline": base}]
 
 
+def figure_rules(paths: dict[str, Path], repeat: int) -> list[dict]:
+    rows = []
+    for name, p in paths.items():
+        if name == "12M-mx":
+            continue
+        got = json.loads(run([__file__, "--rules", str(p)], python=True)["stdout"].strip().splitlines()[-1])
+        rows.append({"figure": "rules", "trace": name, **got})
+        slowest = max(got["rules"], key=got["rules"].get)
+        print(f"rules {name}: " + ", ".join(f"{k} {v:.2f} s" for k, v in got["rules"].items())
+              + f"; slowest {slowest} reads {got['flows'] / 1e6:.1f}M flows "
+              f"({got['rules'][slowest] / max(got['flows'], 1) * 1e9:.0f} ns per flow); summary {got['summary_s']:.2f} s",
+              flush=True)
+    return rows
+
+
+def rules(path: Path) -> None:
+    from explorer.model.analysis import recommendations as R
+    from explorer.model.analysis.hierarchy import Hierarchy
+    from explorer.model.analysis.summary import summarize
+    from simcore.trace import open_trace
+
+    trace = open_trace(path)
+    c = time.process_time()
+    summary = summarize(trace)
+    summary_s = time.process_time() - c
+    ctx = R._Context(trace, Hierarchy(trace), summary)
+    _ = ctx.kernels, ctx.events
+    out = {}
+    for name, rule in R.RULES.items():
+        c = time.process_time()
+        rule(ctx)
+        out[name] = time.process_time() - c
+    print(json.dumps({"rules": out, "summary_s": summary_s, "flows": trace.flows.num_rows,
+                      "instructions": trace.instructions.num_rows}))
+
+
 def figure_window(paths: dict[str, Path], repeat: int) -> list[dict]:
     rows = []
     for name, p in paths.items():
@@ -282,6 +320,7 @@ def main() -> None:
     ap.add_argument("--pandas-baseline", nargs="+", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--raw-write", nargs=2, type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--frames", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--rules", type=Path, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.pandas_baseline:
         return pandas_baseline(a.pandas_baseline)
@@ -289,6 +328,8 @@ def main() -> None:
         return raw_write_baseline(*a.raw_write)
     if a.frames:
         return frames(a.frames, a.repeat)
+    if a.rules:
+        return rules(a.rules)
     figures = a.figures.split(",")
     names = [n for n in a.captures.split(",") if n]
     if "diff" in figures and "12M" in names and "12M-mx" not in names:
@@ -305,6 +346,8 @@ def main() -> None:
         results += figure_summary(paths, a.repeat)
     if "diff" in figures:
         results += figure_diff(paths, a.repeat)
+    if "rules" in figures:
+        results += figure_rules(paths, a.repeat)
     if "window" in figures:
         results += figure_window(paths, a.repeat)
     if "frames" in figures:
