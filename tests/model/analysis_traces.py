@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from simcore.trace import write_trace
+from simcore.trace import TraceWriter, write_trace
 
 TRN3_LIKE: dict[str, Any] = {
     "name": "trn3-test",
@@ -144,13 +144,22 @@ def write(
     hardware: dict[str, Any] | None = TRN3_LIKE,
     span: tuple[int, int] = SPAN,
     workload: dict[str, Any] | None = None,
+    batch_rows: int | None = None,
 ) -> Path:
-    """Write `tables` (default: `basic_tables()`) as a trace at `path`."""
+    """Write `tables` (default: `basic_tables()`) as a trace at `path`; with `batch_rows`, every
+    table goes in record batches of that many rows (a track may then span batches)."""
     tables = copy.deepcopy(tables if tables is not None else basic_tables())
     meta: dict[str, Any] = {"span_ns": list(span), "workload": workload or {"name": "test", "kind": "microbenchmark"}}
     if hardware is not None:
         meta["hardware"] = copy.deepcopy(hardware)
-    return write_trace(path, tables, meta)
+    if batch_rows is None:
+        return write_trace(path, tables, meta)
+    with TraceWriter(path, meta) as w:
+        for name, cols in tables.items():
+            n = len(next(iter(cols.values())))
+            for i in range(0, max(n, 1), batch_rows):
+                w.write(name, {c: v[i:i + batch_rows] for c, v in cols.items()})
+    return w.path
 
 
 def collective_tables(

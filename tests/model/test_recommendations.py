@@ -65,8 +65,11 @@ def test_tensor_waits_do_not_depend_on_row_or_flow_order(tmp_path, shuffle, monk
     t["flows"] = {"src_id": [20, 21, 2, 22, 3, 6], "dst_id": [2, 2, 4, 4, 6, 8],
                   "kind": ["semaphore", "semaphore", "data", "semaphore", "data", "data"]}
     ordered = _rules(tmp_path / "a.trnx", t)["tensor_waiting_on_dma"]
-    if shuffle == "compiled":  # the compiled first step (big traces) on the same flows
+    if shuffle == "compiled":  # the compiled passes (big traces) on the same flows, tracks split over batches
         monkeypatch.setattr(dma_waits, "COMPILED_MIN_FLOWS", 0)
+        other = recommend(open_trace(at.write(tmp_path / "batches.trnx", t, batch_rows=2)))
+        other = {r.rule: r for r in other}["tensor_waiting_on_dma"]
+        assert other.evidence == ordered.evidence and other.links == ordered.links
     if shuffle in ("flows", "both"):  # destinations out of order: gathered, then sorted once
         t["flows"] = {c: v[::-1] for c, v in t["flows"].items()}
     if shuffle in ("instructions", "both"):  # tracks interleaved: the previous row is not the row before

@@ -94,3 +94,66 @@ def dma_flow_rows(src, dst, lo, table_of, row_of, dma_end, out_row, out_end) -> 
         out_end[m] = end
         m += 1
     return m
+
+
+@njit(cache=True, nogil=True)
+def tensor_row_waits(rows, ends, starts, durs, kernels, offsets, run_lo, run_tensor, kernel_ids, kernel_starts, t0,
+                     out_row, out_wait, out_kernel) -> int:
+    """`dma_waits`' second step in one pass: for distinct instruction rows with the end of the transfer
+    that binds them, the wait of those on a tensor run (`run_lo`, `run_tensor`): from max(the previous
+    row's end in its run, its kernel's start; the trace start `t0` when there is neither) to
+    min(transfer end, its start). Instruction columns come as per-chunk arrays (`starts`, `durs`,
+    `kernels`; `offsets`: each chunk's first row); rows are visited chunk by chunk (a counting sort),
+    so a chunk's arrays are taken from the list once, not once per row. Writes (row, wait, kernel id);
+    returns the count."""
+    n = len(rows)
+    n_chunks = len(offsets) - 1
+    chunk = np.empty(n, np.int64)
+    first = np.zeros(n_chunks + 1, np.int64)
+    for i in range(n):
+        c = np.searchsorted(offsets, rows[i], side="right") - 1
+        chunk[i] = c
+        first[c + 1] += 1
+    for c in range(n_chunks):
+        first[c + 1] += first[c]
+    order = np.empty(n, np.int64)
+    fill = first[:-1].copy()
+    for i in range(n):
+        order[fill[chunk[i]]] = i
+        fill[chunk[i]] += 1
+    m = 0
+    last_k, last_ks = -1, t0
+    known = False
+    for c in range(n_chunks):
+        if first[c + 1] == first[c]:
+            continue
+        st, du, ke = starts[c], durs[c], kernels[c]
+        base = offsets[c]
+        for q in range(first[c], first[c + 1]):
+            i = order[q]
+            row = rows[i]
+            r = np.searchsorted(run_lo, row, side="right") - 1
+            if not run_tensor[r]:
+                continue
+            free = t0
+            if row > run_lo[r]:
+                p = row - 1
+                if p >= base:
+                    free = st[p - base] + du[p - base]
+                else:  # the previous row ends the previous non-empty chunk
+                    cp = np.searchsorted(offsets, p, side="right") - 1
+                    free = starts[cp][p - offsets[cp]] + durs[cp][p - offsets[cp]]
+            k = ke[row - base]
+            if k != last_k or m == 0:
+                j = np.searchsorted(kernel_ids, k)
+                known = j < len(kernel_ids) and kernel_ids[j] == k
+                last_k, last_ks = k, kernel_starts[j] if known else t0
+            if last_ks > free:
+                free = last_ks
+            start = st[row - base]
+            wait = min(ends[i], start) - free
+            out_row[m] = row
+            out_wait[m] = wait if wait > 0 else 0
+            out_kernel[m] = k
+            m += 1
+    return m
