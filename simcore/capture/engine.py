@@ -1,7 +1,8 @@
 """Run a capture: shard every op over the cores, schedule it, and write the trace.
 
 Ops run one after another on the chip (an op starts when every core has finished the
-previous one: its inputs are the previous op's outputs, exchanged through HBM). Inside
+previous one: its inputs are the previous op's outputs, exchanged through HBM), after the
+runtime's barrier and the kernel's launch (simcore.timing.runtime, the `Runtime` rows). Inside
 an op, the cores' kernels run concurrently and share the chip's HBM bandwidth.
 Kernel rows are recorded for every core; instructions, DMA transfers and dependency
 flows for the cores picked for instruction detail.
@@ -22,6 +23,7 @@ from simcore.capture.config import Resolved
 from simcore.capture.multichip.capture import capture_multichip
 from simcore.capture.tables import TraceTables
 from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
+from simcore.timing.runtime import OP_BARRIER
 from simcore.timing.window import schedule_window
 from simcore.trace import TraceWriter
 
@@ -32,7 +34,11 @@ def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None
     n_cores = hw.cores_per_chip
     cc = res.compute_cores
     tables = TraceTables(hw, res.detail_cores, wl)
-    t = 0.0
+    rt = hw.runtime
+    t = rt.step_start_ns
+    for opcode, a, b in rt.step_rows():
+        tables.add_runtime(range(cc), opcode, a, b)
+    first = True
     busy = np.full(n_cores, -1e300)
     last = np.full(n_cores, -1e300)
     n_ops = len(wl.ops)
@@ -49,6 +55,11 @@ def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None
         programs = [lower_kernel(hw, spec) for spec, _ in order]
         weights = [len(cores) for _, cores in order]
         rep = [cores[0] for _, cores in order]
+        running = sorted(c for _, cores in order for c in cores)
+        for opcode, a, b in rt.rows_before(t, first):  # the barrier after the previous op, this op's launch
+            tables.add_runtime(range(cc) if opcode == OP_BARRIER else running, opcode, a, b)
+        t += rt.before_op_ns(first)
+        first = False
         timed, (b_out, l_out), served = schedule_window(hw, programs, weights, t, (busy[rep], last[rep]))
         if served is not None:
             tables.add_hbm(served)

@@ -22,6 +22,7 @@ from simcore.trace import schema as S
 from simcore.workloads.ops import Op, Workload
 
 MAX_HBM_BINS = 20000
+RUNTIME_TRACK = "Runtime"  # a core's runtime row (track kind "runtime"), as Neuron Explorer's system view shows
 WRITE_BATCH = 1 << 20
 
 
@@ -96,7 +97,9 @@ class TraceTables:
             rows.append((chip, core, kind, name, unit))
             return len(rows) - 1
 
+        self.runtime_track: dict[int, int] = {}
         for core in range(n):
+            self.runtime_track[core] = add(core, "runtime", RUNTIME_TRACK)
             self.kernel_track[core] = add(core, "kernel", "Kernels")
             if core in self.detail:
                 self.engine_base[core] = len(rows)
@@ -118,6 +121,7 @@ class TraceTables:
         self.instr_rows: dict[int, list[dict[str, np.ndarray]]] = {}  # track -> chunks in time order
         self.dma_rows: dict[int, list[dict[str, np.ndarray]]] = {}
         self.flows: list[tuple[np.ndarray, np.ndarray]] = []
+        self.runtime_rows: list[tuple[int, int, int, int]] = []  # track, start, end, opcode code
         self.hbm: list = []
         self.samples: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         # op hierarchy: model root 0, layers and ops created as they first run
@@ -153,6 +157,12 @@ class TraceTables:
 
     def add_hbm(self, served) -> None:
         self.hbm.append(served)
+
+    def add_runtime(self, cores, opcode: str, start: float, end: float) -> None:
+        """One runtime interval (simcore.timing.runtime) on the `Runtime` row of each of `cores`."""
+        a, b, code = int(round(start)), int(round(end)), OPCODES.code(opcode)
+        self.runtime_rows += [(self.runtime_track[c], a, b, code) for c in cores]
+        self.end_ns = max(self.end_ns, b)
 
     def _sample(self, track: int, t: np.ndarray, v: np.ndarray) -> None:
         self.samples.setdefault(track, []).append((np.asarray(t, np.int64), np.asarray(v, np.float64)))
@@ -202,6 +212,7 @@ class TraceTables:
             "core": np.array([r[1] for r in tr], np.int32), "kind": [r[2] for r in tr], "name": [r[3] for r in tr],
             "unit": [r[4] for r in tr],
         })
+        self._add_runtime_events()
         self._write_events(w, "instructions", self.instr_rows, {"opcode": OPCODES.values, "dtype": DTYPES.values})
         self._write_events(w, "dma", self.dma_rows, {"src": MEMORIES.values, "dst": MEMORIES.values})
         self._write_kernels(w)
@@ -212,6 +223,23 @@ class TraceTables:
             dst = np.concatenate([f[1] for f in self.flows])
             for i in range(0, len(src), WRITE_BATCH):
                 w.write("flows", {"src_id": src[i:i + WRITE_BATCH], "dst_id": dst[i:i + WRITE_BATCH], "kind": "semaphore"})
+
+    def _add_runtime_events(self) -> None:
+        """The Runtime rows as instructions of their tracks (ids after every engine event)."""
+        if not self.runtime_rows:
+            return
+        a = np.array(self.runtime_rows, np.int64)
+        a = a[np.lexsort((a[:, 1], a[:, 0]))]
+        ids = self.next_id + np.arange(len(a), dtype=np.int64)
+        self.next_id += len(a)
+        for track in np.unique(a[:, 0]):
+            sel = np.flatnonzero(a[:, 0] == track)
+            n = len(sel)
+            self.instr_rows.setdefault(int(track), []).append({
+                "id": ids[sel], "start_ns": a[sel, 1], "dur_ns": a[sel, 2] - a[sel, 1], "opcode": a[sel, 3],
+                "kernel_id": np.full(n, -1, np.int64), "flops": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64),
+                "dtype": np.full(n, DTYPES.code("bf16"), np.int64)})
+        self.runtime_rows = []
 
     @staticmethod
     def _write_events(w: TraceWriter, table: str, per_track: dict[int, list[dict[str, np.ndarray]]],

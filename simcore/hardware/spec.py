@@ -22,6 +22,7 @@ from typing import Any
 
 from simcore.dtypes import MATMUL_DTYPES
 from simcore.errors import ConfigError
+from simcore.timing.runtime import RUNTIME_KEYS, RuntimeCosts
 
 _TABLES = frozenset({  # required keys whose value is a table by dtype
     "tensor.macs_per_pe_cycle", "tensor.peak_tflops", "tensor.bf16_flop_weight",
@@ -178,13 +179,16 @@ def _validate(data: dict[str, Any]) -> None:
     reserved = data["sbuf"].get("reserved_fraction", DEFAULT_SBUF_RESERVED)
     if not _is_number(reserved) or not 0 <= reserved < 1:
         raise ConfigError(f"hardware preset '{name}': 'sbuf.reserved_fraction' must be a number in [0, 1) (got {reserved!r}).")
+    peak_util = data["dma"].get("peak_utilization", 1.0)
+    if not _is_number(peak_util) or not 0 < peak_util <= 1:
+        raise ConfigError(f"hardware preset '{name}': 'dma.peak_utilization' must be a number in (0, 1] (got {peak_util!r}).")
     throttle = data["tensor"]["throttle"]
     if not 0 < throttle["start_fraction"] <= 1:
         raise ConfigError(f"hardware preset '{name}': 'tensor.throttle.start_fraction' must be in (0, 1].")
     for section, keys in (("link", ("latency_ns",)), ("dma", ("descriptor_overhead_bytes",)),
-                          ("tensor", ("matmul_overhead_cycles",))):
+                          ("tensor", ("matmul_overhead_cycles",)), ("runtime", RUNTIME_KEYS)):
         for key in keys:
-            v = data[section].get(key, 0)
+            v = data.get(section, {}).get(key, 0)
             if not _is_number(v) or v < 0:
                 raise ConfigError(f"hardware preset '{name}': '{section}.{key}' must be a non-negative number (got {v!r}).")
 
@@ -284,6 +288,11 @@ class Hardware:
     @property
     def dma_queues(self) -> int:
         return int(self.data["dma"]["sim_queues_per_core"])
+
+    @cached_property
+    def runtime(self) -> RuntimeCosts:
+        """The runtime's fixed costs around kernels (the preset's `[runtime]` section)."""
+        return RuntimeCosts.of(self.data)
 
     @property
     def has_vector_exp(self) -> bool:

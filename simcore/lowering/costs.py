@@ -80,13 +80,18 @@ def quantize_mx_ns(hw: Hardware, n_per_partition) -> np.ndarray:
 
 
 def dma_efficiency(hw: Hardware, nbytes, partitions) -> np.ndarray:
+    """Share of the DMA engines' nominal bandwidth a transfer achieves: the per-partition
+    descriptor curve (full from `efficient_bytes_per_partition` up) times the ceiling large
+    transfers reach (`dma.peak_utilization`, the NKI performance guide's ~85%)."""
+    d = hw.data["dma"]
     per_partition = np.asarray(nbytes, np.float64) / np.maximum(np.asarray(partitions, np.float64), 1)
-    full = float(hw.data["dma"]["efficient_bytes_per_partition"])
-    over = float(hw.data["dma"].get("descriptor_overhead_bytes", 0.0))
+    full = float(d["efficient_bytes_per_partition"])
+    over = float(d.get("descriptor_overhead_bytes", 0.0))
+    ceiling = float(d.get("peak_utilization", 1.0))
     if over <= 0:
-        return np.clip(per_partition / full, 1.0 / 64, 1.0)
+        return ceiling * np.clip(per_partition / full, 1.0 / 64, 1.0)
     scale = (full + over) / full
-    return np.minimum(1.0, scale * per_partition / (per_partition + over))
+    return ceiling * np.minimum(1.0, scale * per_partition / (per_partition + over))
 
 
 def dma_ns(hw: Hardware, nbytes, partitions) -> np.ndarray:

@@ -40,6 +40,8 @@ OPCODES = Vocab((
     "AffineSelect", "Iota", "PartitionAllReduce", "DmaTrigger", "DmaTransfer",
     # the collective engine's steps (multi-chip captures, `CC` rows of instruction-detail cores)
     "CcReduceScatter", "CcAllGather", "CcAllToAll", "CcSend", "CcRecv",
+    # the runtime's work on a core (`Runtime` rows, simcore.timing.runtime)
+    "HostStep", "StepLaunch", "OpBarrier", "KernelLaunch",
 ))
 DTYPES = Vocab(tuple(DTYPE_TABLE))   # the trace's dtype codes: simcore.dtypes' table order
 MEMORIES = Vocab(("hbm", "sbuf", "psum", "remote"))

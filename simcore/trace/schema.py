@@ -4,6 +4,7 @@ The writer, the reader, the validator and docs/trace-format.md all derive from t
 specs below, so they cannot disagree. Versioning rule: a minor version only adds
 (new optional columns, new tables, new enum values); a reader accepts any minor
 version of its major and refuses a newer major with a clear message.
+1.1 added the `runtime` track kind.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 FORMAT_NAME = "trnx-trace"
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 FORMAT_MAJOR = 1
 META_FILE = "meta.json"
 TABLE_SUFFIX = ".arrow"
@@ -44,6 +45,7 @@ TRACK_KINDS = (
     "cc",             # collective-communication activity of one rank
     "kernel",         # the kernels that ran on one core
     "counter",        # a sampled series in `counters`
+    "runtime",        # the Neuron runtime's work on one core: step start, barriers between ops, kernel launches (1.1)
 )
 
 # Counter track names (tracks.name of kind "counter") that analyses look for.

@@ -8,6 +8,7 @@ import sys
 
 import pandas as pd
 import pyarrow.parquet as pq
+from simcore.trace import FORMAT_VERSION
 import pytest
 
 from explorer import __version__
@@ -49,7 +50,7 @@ def test_info_lists_hardware_rows_and_tracks(tiny):
 
 def test_validate_ok(tiny):
     proc = trnx("validate", str(tiny))
-    assert proc.returncode == 0 and "valid trace format 1.0" in proc.stdout
+    assert proc.returncode == 0 and f"valid trace format {FORMAT_VERSION}" in proc.stdout
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])

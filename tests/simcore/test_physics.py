@@ -49,16 +49,18 @@ def test_no_kernel_beats_its_roofline(cap, options):
 
 
 @pytest.mark.slow
-def test_large_bf16_gemm_reaches_85_to_97_percent_of_peak_and_mxfp8_is_3_to_4x_faster(cap):
+def test_large_bf16_gemm_reaches_80_to_90_percent_of_peak_and_mxfp8_is_3_to_4x_faster(cap):
+    """A tuned large GEMM sustains what the NKI tutorial kernel does (85% of peak on trn1; the trn1 GEMMs of
+    docs/validation.md fit 84%), and MXFP8 is never faster than the preset's peak ratio allows."""
     bf16 = cap(workload="gemm", shape="8192,8192,8192", dtype="bf16")
     mx = cap(workload="gemm", shape="8192,8192,8192", dtype="mxfp8")
-    peak = bf16.hardware["tensor"]["peak_tflops"]["bf16"] * 1e3
+    peaks = bf16.hardware["tensor"]["peak_tflops"]
     k = bf16.to_pandas("kernels").iloc[0]
     assert k.flops == 2 * 8192**3 and k.core == 0 and len(bf16.to_pandas("kernels")) == 1
-    achieved = k.flops / k.dur_ns / peak
-    assert 0.85 <= achieved <= 0.97, achieved
+    achieved = k.flops / k.dur_ns / (peaks["bf16"] * 1e3)
+    assert 0.80 <= achieved <= 0.90, achieved
     speedup = k.dur_ns / mx.to_pandas("kernels").iloc[0].dur_ns
-    assert 3.0 <= speedup <= 4.0, speedup
+    assert 3.0 <= speedup <= peaks["mxfp8"] / peaks["bf16"], speedup
 
 
 def test_gemm_tensor_engine_is_the_busy_engine(cap):
@@ -67,7 +69,8 @@ def test_gemm_tensor_engine_is_the_busy_engine(cap):
     assert tensor_busy_ns(t) / k.dur_ns > 0.85  # the PE array is busy almost all the kernel long
 
 
-def test_batch1_decode_layer_is_hbm_bound_at_over_60_percent_of_bandwidth(cap):
+def test_batch1_decode_layer_is_hbm_bound_at_over_50_percent_of_bandwidth(cap):
+    """Under the DMA engines' ~85% ceiling, less the runtime's barrier and launch between its ops."""
     t = cap(workload="llama3.1-8b", phase="decode", batch=1, context=4096, layers=2)
     hw = t.hardware
     ops, k = t.to_pandas("ops"), kernel_bounds(t)
@@ -77,7 +80,7 @@ def test_batch1_decode_layer_is_hbm_bound_at_over_60_percent_of_bandwidth(cap):
         nbytes = (kk.hbm_read_bytes + kk.hbm_write_bytes).sum()
         flops = kk.flops.sum()
         achieved = nbytes / layer.dur_ns / hw["hbm"]["bandwidth_gbps"]
-        assert achieved >= 0.60, achieved
+        assert achieved >= 0.50, achieved
         # HBM bound: moving its bytes at full bandwidth takes far longer than its FLOPs at peak on all cores
         byte_time = nbytes / hw["hbm"]["bandwidth_gbps"]
         flop_time = flops / (hw["tensor"]["peak_tflops"]["bf16"] * 1e3 * hw["cores_per_chip"])
@@ -103,13 +106,15 @@ def test_softmax_is_faster_on_trn3_because_of_the_vector_exponential(cap):
     assert e2.dur_ns.sum() / e3.dur_ns.sum() > 2.5
 
 
-def test_doubling_hbm_bandwidth_speeds_up_an_hbm_bound_trn2_decode(cap, tmp_path):
-    f = tmp_path / "trn2-2xhbm.toml"
-    f.write_text('base = "trn2"\nname = "trn2-2xhbm"\n[hbm]\nbandwidth_gbps = 5800\n')
+def test_halving_hbm_bandwidth_slows_an_hbm_bound_trn2_decode(cap, tmp_path):
+    """Trn2's eight cores' DMA engines (3.5 TB/s, ~85% of it achievable) about match its HBM (2.9 TB/s):
+    a decode step streams at what HBM gives, so half the HBM bandwidth makes it much slower."""
+    f = tmp_path / "trn2-halfhbm.toml"
+    f.write_text('base = "trn2"\nname = "trn2-halfhbm"\n[hbm]\nbandwidth_gbps = 1450\n')
     base = cap(workload="llama3.1-8b", phase="decode", layers=1, hardware="trn2")
-    fast = cap(workload="llama3.1-8b", phase="decode", layers=1, hardware=str(f))
-    assert fast.hardware["hbm"]["bandwidth_gbps"] == 5800
-    assert fast.duration_ns < 0.95 * base.duration_ns
+    slow = cap(workload="llama3.1-8b", phase="decode", layers=1, hardware=str(f))
+    assert slow.hardware["hbm"]["bandwidth_gbps"] == 1450
+    assert slow.duration_ns > 1.3 * base.duration_ns
 
 
 def test_tensor_engine_ramps_from_half_rate(cap):

@@ -12,6 +12,7 @@ import pytest
 import explorer
 from simcore.errors import UserError
 from simcore.trace import TraceWriter, open_trace
+from simcore.trace import schema as S
 from simcore.trace.schema import TABLES
 from tracegen import tiny_tables, write_tiny
 
@@ -102,7 +103,7 @@ def test_partitioned_table_loads_one_chip_or_all(tmp_path):
 def test_meta_json_records_format_rows_and_caller_meta(tmp_path):
     path = write_tiny(tmp_path / "m.trnx")
     meta = json.loads((path / "meta.json").read_text())
-    assert meta["format"] == "trnx-trace" and meta["version"] == "1.0"
+    assert meta["format"] == "trnx-trace" and meta["version"] == S.FORMAT_VERSION
     assert meta["tables"]["instructions"] == {"file": "instructions.arrow", "rows": 8}
     assert meta["workload"] == {"name": "tiny"}
 

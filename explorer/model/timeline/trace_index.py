@@ -44,7 +44,7 @@ SAVE_MIN_EVENTS = 1_000_000  # smaller traces index in well under a second: no f
 
 # Display order of engine rows inside a core, as in the Neuron profiler.
 KIND_ORDER = {
-    "kernel": 0, "tensor": 1, "tensor_matrix": 2, "vector": 3, "scalar": 4,
+    "runtime": -1, "kernel": 0, "tensor": 1, "tensor_matrix": 2, "vector": 3, "scalar": 4,
     "gpsimd": 5, "sync": 6, "dma_queue": 7, "cc": 8, "counter": 9,
 }
 

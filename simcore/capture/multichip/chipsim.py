@@ -32,7 +32,8 @@ import numpy as np
 from simcore.capture.cancel import check_cancel
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
-from simcore.lowering.program import DTYPES, Program
+from simcore.lowering.program import DTYPES, OPCODES, Program
+from simcore.timing.runtime import OP_BARRIER
 from simcore.timing.window import HbmServed, Timed, schedule_window, throttle_of
 from simcore.workloads.ops import Op
 
@@ -69,6 +70,7 @@ class ChipSim:
     thr: dict[str, np.ndarray]         # Throttling samples: core, t, v, seg (sorted by core, t)
     hbm: dict[str, np.ndarray]         # HBM slices: t, width, read, write, seg (time order)
     detail: list[DetailEvents] = field(default_factory=list)
+    runtime: dict[str, np.ndarray] = field(default_factory=dict)  # Runtime rows: core, start, end, opcode, seg
 
     @property
     def segments(self) -> int:
@@ -151,10 +153,13 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
     """Simulate a program of ("op", Op) and ("gap", ns) items; see the module docstring."""
     n_cores = hw.cores_per_chip
     thr = throttle_of(hw)
+    rt = hw.runtime
     with _LOCK:
         cache = _CACHES.setdefault(_cache_key(hw), _WindowCache())
     detail = set(detail_cores)
-    t = 0.0
+    rt_rows: list[tuple] = [(range(compute_cores), OPCODES.code(o), a, b, 0) for o, a, b in rt.step_rows()]
+    after_op = False                 # an op ran since the step start or the last collective: a barrier first
+    t = rt.step_start_ns
     busy = np.full(n_cores, COLD)
     last = np.full(n_cores, COLD)
     seg = 0
@@ -175,6 +180,7 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
             t += float(value)
             seg += 1
             seg_start.append(t)
+            after_op = False  # the collective's completion semaphores are the barrier
             continue
         check_cancel(cancel)
         op: Op = value
@@ -185,6 +191,11 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
             op_span.append((t, t))
             continue
         rep = [cores[0] for _, cores in order]
+        running = sorted(c for _, cores in order for c in cores)
+        for opcode, a, b in rt.rows_before(t, not after_op):
+            rt_rows.append((range(compute_cores) if opcode == OP_BARRIER else running, OPCODES.code(opcode), a, b, seg))
+        t += rt.before_op_ns(not after_op)
+        after_op = True
         canon = tuple(_canonical(busy[r], last[r], t, thr.ramp_ns, thr.cooldown_ns) for r in rep)
         key = (spec_id, canon)
         hit = cache.get(key)
@@ -230,7 +241,20 @@ def simulate_program(hw: Hardware, items: list[tuple[str, Any]], compute_cores: 
         if progress is not None:
             progress(done, n_ops)
     seg_end.append(t)
-    return _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, det)
+    sim = _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, det)
+    sim.runtime = _runtime_rows(rt_rows)
+    return sim
+
+
+def _runtime_rows(rows: list[tuple]) -> dict[str, np.ndarray]:
+    """(cores, opcode, start, end, seg) intervals, one row per core, sorted by (core, start)."""
+    n = np.array([len(r[0]) for r in rows], np.int64)
+    core = np.concatenate([np.asarray(r[0], np.int64) for r in rows]) if rows else np.zeros(0, np.int64)
+    vals = np.array([r[1:] for r in rows], np.float64).reshape(-1, 4)
+    vals = np.repeat(vals, n, axis=0)
+    o = np.lexsort((vals[:, 1], core))
+    return {"core": core[o], "opcode": vals[o, 0].astype(np.int64), "start": vals[o, 1], "end": vals[o, 2],
+            "seg": vals[o, 3].astype(np.int64)}
 
 
 def _pack(seg_start, seg_end, op_seg, op_span, names, rows, thr_rows, hbm_rows, det) -> ChipSim:

@@ -16,7 +16,7 @@ import numpy as np
 from simcore.capture.multichip.chipsim import ChipSim
 from simcore.capture.multichip.compose import Timeline
 from simcore.capture.program_rows import cross_engine_flows, rows_by_track
-from simcore.capture.tables import bin_edges, spread_bytes
+from simcore.capture.tables import RUNTIME_TRACK, bin_edges, spread_bytes
 from simcore.collectives import bus_factor
 from simcore.hardware import Hardware
 from simcore.lowering.engines import ENGINE_TRACKS, dma_track_name
@@ -34,6 +34,7 @@ class ChipLayout:
     """Track ids of one chip."""
 
     kernel: np.ndarray          # per core
+    runtime: np.ndarray         # per core: its Runtime row
     engine_base: dict[int, int]  # detail core -> first engine track
     cc_core: dict[int, int]      # detail core -> its CC track
     sbuf: np.ndarray
@@ -85,11 +86,13 @@ class MultiChipTables:
 
         for chip in range(self.plan.chips):
             kernel = np.zeros(n, np.int64)
+            runtime = np.zeros(n, np.int64)
             engine_base: dict[int, int] = {}
             cc_core: dict[int, int] = {}
             detail = chip in self.detail_chips
             cc = add(chip, -1, "cc", "CC")
             for core in range(n):
+                runtime[core] = add(chip, core, "runtime", RUNTIME_TRACK)
                 kernel[core] = add(chip, core, "kernel", "Kernels")
                 if detail and core in self.detail_cores:
                     engine_base[core] = len(rows)
@@ -106,7 +109,7 @@ class MultiChipTables:
             hr = add(chip, -1, "counter", S.COUNTER_HBM_READ, "GB/s")
             hwr = add(chip, -1, "counter", S.COUNTER_HBM_WRITE, "GB/s")
             link = add(chip, -1, "counter", S.COUNTER_LINK, "GB/s")
-            self.layout.append(ChipLayout(kernel, engine_base, cc_core, sbuf, psum, thr, cc, hr, hwr, link))
+            self.layout.append(ChipLayout(kernel, runtime, engine_base, cc_core, sbuf, psum, thr, cc, hr, hwr, link))
         self.track_rows = rows
 
     # -- op hierarchy -------------------------------------------------------------------------
@@ -176,10 +179,28 @@ class MultiChipTables:
             }, chip=chip)
             np.minimum.at(self.op_start, op_ids, start)
             np.maximum.at(self.op_end, op_ids, end)
+        self._runtime(w, chip, sim)
         self._collectives(w, chip, comms)
         self._counters(w, chip, sim, start, end)
         if chip in self.detail_chips:
             self._detail(w, chip, sim, kid, comms)
+
+    def _runtime(self, w: TraceWriter, chip: int, sim: ChipSim) -> None:
+        """The chip's Runtime rows (barriers, launches), mapped onto its timeline like its kernels."""
+        r = sim.runtime
+        n = len(r.get("core", ()))
+        if not n:
+            return
+        s = np.rint(self._map(chip, sim, r["start"], r["seg"])).astype(np.int64)
+        e = np.maximum(np.rint(self._map(chip, sim, r["end"], r["seg"])).astype(np.int64), s)
+        ids = self.next_event + np.arange(n, dtype=np.int64)
+        self.next_event += n
+        rows = {"id": ids, "start_ns": s, "dur_ns": e - s, "opcode": r["opcode"], "kernel_id": np.full(n, -1, np.int64),
+                "flops": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64),
+                "dtype": np.full(n, DTYPES.code("bf16"), np.int64)}
+        tracks = self.layout[chip].runtime[r["core"]]
+        per_track = {int(t): [{k: v[tracks == t] for k, v in rows.items()}] for t in np.unique(tracks)}
+        _write_grouped(w, "instructions", per_track, {"opcode": OPCODES.values, "dtype": DTYPES.values}, chip)
 
     def _collectives(self, w: TraceWriter, chip: int, comms: list[CommRef]) -> None:
         if not comms:
