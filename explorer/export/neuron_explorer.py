@@ -63,7 +63,13 @@ class _Chip:
         mine = np.zeros(len(tr["chip"]), bool)
         mine[self.track_ids] = True
         self.mine = mine
-        self.ins = _rows(trace, "instructions", chip, mine)
+        ins = _rows(trace, "instructions", chip, mine)
+        # the runtime's rows (simcore.timing.runtime) are no device instructions: Neuron Explorer shows
+        # the runtime in its system profile, so they travel in our TrnxRuntime table, not in Instruction
+        runtime = ctx.tracks["kind"] == "runtime"
+        on_runtime = runtime[num(ins, "track_id")] if ins.num_rows else np.zeros(0, bool)
+        self.ins = ins.filter(pa.array(~on_runtime)) if on_runtime.any() else ins
+        self.runtime = ins.filter(pa.array(on_runtime)) if on_runtime.any() else ins.slice(0, 0)
         self.dma = _rows(trace, "dma", chip, mine)
         self.kernels = _rows(trace, "kernels", chip, None, chip_column=True)
         self.cc = _rows(trace, "collectives", chip, None, chip_column=True)
@@ -463,7 +469,7 @@ def _unix(ns: int) -> str:
 
 
 def _trnx_tracks(c: _Chip, ctx: _Context) -> list[tuple[NS.Table, dict[str, Any]]]:
-    """Our extension tables: the chip's rows and its counter samples, exactly."""
+    """Our extension tables: the chip's rows, its counter samples and its runtime intervals, exactly."""
     ids = c.track_ids
     row_of = np.full(len(ctx.tracks["chip"]), -1, np.int64)
     row_of[ids] = np.arange(len(ids))
@@ -472,7 +478,11 @@ def _trnx_tracks(c: _Chip, ctx: _Context) -> list[tuple[NS.Table, dict[str, Any]
     t = c.ctr
     counters = {"track_idx": row_of[num(t, "track_id").astype(np.int64)] if t.num_rows else np.zeros(0, np.int64),
                 "time_ns": num(t, "time_ns").astype(np.int64), "value": num(t, "value").astype(np.float64)}
-    return [(NS.TRNX_TRACKS, tracks), (NS.TRNX_COUNTERS, counters)]
+    r = c.runtime
+    runtime = {"track_idx": row_of[num(r, "track_id").astype(np.int64)] if r.num_rows else np.zeros(0, np.int64),
+               "start_ts": num(r, "start_ns").astype(np.int64), "duration_ns": num(r, "dur_ns").astype(np.int64),
+               "opcode": r.column("opcode").cast(pa.string()).combine_chunks() if r.num_rows else pa.array([], pa.string())}
+    return [(NS.TRNX_TRACKS, tracks), (NS.TRNX_COUNTERS, counters), (NS.TRNX_RUNTIME, runtime)]
 
 
 def _schema_fields(written: list[str]) -> dict[str, Any]:

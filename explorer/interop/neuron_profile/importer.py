@@ -81,7 +81,7 @@ def _first_time(p: Profile) -> int:
     for name, col in (("Instruction", "start_ts"), ("DmaPacketAggregated", "start_ts"), ("DmaPacket", "start_ts"),
                       ("CcOp", "start_ts"), ("CcOp", "trigger_start_ts"), ("HbmUsage", "timestamp"),
                       ("DmaUsage", "timestamp"), ("SbufUsage", "timestamp"), ("PsumUsage", "timestamp"),
-                      ("Throttle", "timestamp")):
+                      ("Throttle", "timestamp"), ("TrnxRuntime", "start_ts")):
         t = p.table(name)
         if t is not None and t.num_rows and col in t.column_names and t.column(col).null_count < t.num_rows:
             v = ints(t, col, np.iinfo(np.int64).max)
@@ -146,6 +146,8 @@ class _Builder:
         ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         rows = self._trnx_tracks(rank, p) if self.exact else None
         self._instructions(rank, p, ids)
+        if rows is not None:
+            self._trnx_runtime(p, rows)
         self._dma(rank, p, ids)
         self._flows(p, ids)
         self._collectives(rank, p)
@@ -177,6 +179,25 @@ class _Builder:
         if len(time):
             self.end = max(self.end, int(time.max()))
         self.parts["counters"].append({"track_id": rows[idx], "time_ns": time, "value": floats(t, "value", 0.0)})
+
+    def _trnx_runtime(self, p: Profile, rows: np.ndarray) -> None:
+        """Our export's Runtime rows (barriers, kernel launches), which Neuron's Instruction table has no place for."""
+        t = p.table("TrnxRuntime")
+        if t is None or not t.num_rows:
+            return
+        idx = ints(t, "track_idx")
+        if idx.min() < 0 or idx.max() >= len(rows):
+            raise UserError(f"{p.path}/TrnxRuntime.parquet names a track_idx outside TrnxTracks.")
+        start, dur = self._rel(t, "start_ts"), ints(t, "duration_ns")
+        _check_durations(p, "TrnxRuntime", start, dur)
+        n = t.num_rows
+        self.end = max(self.end, int((start + dur).max()))
+        op_codes, op_vocab = texts(t, "opcode")
+        self.parts["instructions"].append({
+            "id": self.next_id + np.arange(n, dtype=np.int64), "track_id": rows[idx], "start_ns": start, "dur_ns": dur,
+            "opcode": (op_codes, op_vocab), "kernel_id": np.full(n, -1, np.int64), "flops": np.zeros(n, np.int64),
+            "bytes": np.zeros(n, np.int64), "dtype": (np.zeros(n, np.int64), [""])})
+        self.next_id += n
 
     def _instructions(self, rank: int, p: Profile, ids: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         t = p.table("Instruction")

@@ -355,10 +355,16 @@ TRNX_COUNTERS = Table("TrnxCounters", "trnx: the trace's counter samples exactly
     _f("value double - Y", "Value in the row's unit."),
 ))
 
+TRNX_RUNTIME = Table("TrnxRuntime", "trnx: the runtime's work on each core (the trace's Runtime rows: barriers between ops, "
+                     "kernel launches); Neuron Explorer shows the runtime in its system profile, not as device instructions.", (
+    _f("track_idx int64 - Y", "Row of TrnxTracks."), _f("start_ts int64 nanoseconds Y", "Start."),
+    _f("duration_ns int64 nanoseconds Y", "Duration."), _f("opcode string - Y", "What the runtime does (OpBarrier, KernelLaunch, ...)."),
+))
+
 TABLES: dict[str, Table] = {t.name: t for t in (
     INSTRUCTION, DMA_PACKET, DMA_AGGREGATED, FLOW, CC_OP, CC_INSTRUCTION, ACTIVE_TIME, HBM_USAGE, DMA_USAGE,
     SBUF_USAGE, PSUM_USAGE, THROTTLE, FRAMEWORK_INSTRUCTION, HLO_INSTRUCTION, PENGUIN_INSTRUCTION,
-    BIR_INSTRUCTION, OPCODE_SUMMARY, SUMMARY, METADATA, SCHEMA_FIELDS, TRNX_TRACKS, TRNX_COUNTERS)}
+    BIR_INSTRUCTION, OPCODE_SUMMARY, SUMMARY, METADATA, SCHEMA_FIELDS, TRNX_TRACKS, TRNX_COUNTERS, TRNX_RUNTIME)}
 """The tables this project reads or writes (the SDK documents more: those are ignored on import)."""
 
 
