@@ -6,6 +6,7 @@ The tiny-llm trace fires two rules: `collective_straggler` (rank 1 arrives last 
 
 from __future__ import annotations
 
+import re
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
@@ -63,7 +64,8 @@ def test_mxfp8_advice_on_the_bf16_gemm_links_to_its_kernel(qtbot):
     panel = p.recommendations
     rules = [r.rule for r in panel.recommendations]
     assert rules[0] == "mxfp8_for_bf16_matmul"  # the biggest impact first
-    assert "would run about 3.3x faster in MXFP8" in panel.list.item(0).text()
+    speedup = float(re.search(r"would run about ([0-9.]+)x faster in MXFP8", panel.list.item(0).text()).group(1))
+    assert 2.0 < speedup <= 4.0  # never above the preset's MXFP8 / BF16 peak ratio (4x on trn3)
     w.panels["Recommendations"].raise_()
     qtbot.waitUntil(panel.links.isVisible)
     w.timeline.zoom_to(0, 1000)
