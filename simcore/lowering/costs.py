@@ -3,8 +3,9 @@
 The rules (shared/reference/trn3-hardware.md): a MultiplyMoving costs max(N, 64) cycles of
 the tensor clock for an N-column moving tile (x4 for FP32); Vector/Scalar instructions cost
 overhead + max(64, N / rate) cycles for N elements per partition; GpSimd 150 + N; a DMA
-moves bytes at the core's DMA bandwidth, derated when it moves under 4 KiB per partition
-(a per-partition descriptor cost).
+moves bytes on the engines its partitions map to (8 partitions per engine) at the rate an
+engine sustains, derated when it moves under 4 KiB per partition (a per-partition descriptor
+cost).
 """
 
 from __future__ import annotations
@@ -79,10 +80,22 @@ def quantize_mx_ns(hw: Hardware, n_per_partition) -> np.ndarray:
     return vector_ns(hw, n_per_partition, rate=rate)
 
 
+def dma_engines(hw: Hardware, partitions) -> np.ndarray:
+    """DMA engines a transfer keeps busy, as a (fractional) count: each of a core's engines serves
+    partitions / engines consecutive SBUF partitions (8 of 128 with 16 engines; NKI DMA introduction,
+    nki/about/nki-dma-overview: "each DMA engine is typically responsible for moving data for eight
+    SBUF partitions"), so a transfer on p partitions runs on ceil(p / 8) engines and lasts as long as
+    its busiest one: p / min(8, p) engines' worth (4 partitions: one engine)."""
+    engines = float(hw.data["dma"]["engines_per_core"])
+    per = max(1.0, hw.partitions / engines)
+    p = np.maximum(np.asarray(partitions, np.float64), 1.0)
+    return np.minimum(engines, p / np.minimum(per, p))
+
+
 def dma_efficiency(hw: Hardware, nbytes, partitions) -> np.ndarray:
-    """Share of the DMA engines' nominal bandwidth a transfer achieves: the per-partition
-    descriptor curve (full from `efficient_bytes_per_partition` up) times the ceiling large
-    transfers reach (`dma.peak_utilization`, the NKI performance guide's ~85%)."""
+    """Share of its engines' nominal bandwidth a transfer achieves: the ceiling an engine sustains
+    (`dma.peak_utilization`, the NKI DMA bandwidth guide's sustained bytes/ns per engine over the
+    nominal) times the per-partition descriptor curve (full from `efficient_bytes_per_partition` up)."""
     d = hw.data["dma"]
     per_partition = np.asarray(nbytes, np.float64) / np.maximum(np.asarray(partitions, np.float64), 1)
     full = float(d["efficient_bytes_per_partition"])
@@ -95,6 +108,6 @@ def dma_efficiency(hw: Hardware, nbytes, partitions) -> np.ndarray:
 
 
 def dma_ns(hw: Hardware, nbytes, partitions) -> np.ndarray:
-    """Nominal transfer time with the core's DMA engines to itself (sharing comes later)."""
-    return np.asarray(nbytes, np.float64) / (hw.core_dma_bytes_per_ns * dma_efficiency(hw, nbytes, partitions))
-
+    """Transfer time on the engines its partitions map to, alone on the core (sharing comes later)."""
+    rate = dma_engines(hw, partitions) * float(hw.data["dma"]["engine_gbps"])
+    return np.asarray(nbytes, np.float64) / (rate * dma_efficiency(hw, nbytes, partitions))

@@ -51,6 +51,7 @@ class RowwiseKernel:
     stores: tuple[float, ...]   # bytes per element of each output written to HBM
     steps: tuple[Step, ...]
     row_reductions: int = 0     # reductions along a row (a folded layout adds a cross-partition step each)
+    fold: bool = True           # few rows may be spread over all partitions (False: one row per partition, as given)
 
 
 def _fold(k: RowwiseKernel, partitions: int) -> RowwiseKernel:
@@ -107,7 +108,7 @@ def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: fl
     P = hw.partitions
     if k.rows <= 0 or k.cols <= 0:
         return key0
-    if k.rows < P // 2 and k.rows * k.cols >= 2 * P:
+    if k.fold and k.rows < P // 2 and k.rows * k.cols >= 2 * P:
         k = _fold(k, P)
     chunk = column_chunk(hw, k)
     n_rt = math.ceil(k.rows / P)
@@ -156,6 +157,13 @@ def rmsnorm(rows: int, cols: int) -> RowwiseKernel:
         Step("vector", "TensorScalar", 0, 1, "fp32"),          # rstd = (sum / n + eps)^-1/2
         Step("vector", "TensorTensor", 1, 0, "bf16"),          # x * rstd * gamma
     ), row_reductions=1)
+
+
+def tile_exp(rows: int, cols: int) -> RowwiseKernel:
+    """The NKI DMA introduction's kernel: a [rows, cols] BF16 tile loaded into `rows` partitions (not
+    spread over more: which DMA engines serve it is the point), exp on the Scalar engine, stored back."""
+    return RowwiseKernel(rows, cols, (2,), (2,), (Step("scalar", "Activation", 1, 0, "bf16", transcendental=True),),
+                         fold=False)
 
 
 def softmax(rows: int, cols: int) -> RowwiseKernel:

@@ -25,7 +25,7 @@ from simcore.workloads.ops import Op
 POINTWISE = ("residual_add", "silu_mul", "rope", "embedding", "silu_mul_backward")
 ROWWISE = {
     "rmsnorm": E.rmsnorm, "softmax": E.softmax, "residual_add": E.residual_add, "silu_mul": E.silu_mul,
-    "rope": E.rope, "embedding": E.embedding, "norm_backward": E.norm_backward, "silu_mul_backward": E.silu_mul_backward,
+    "rope": E.rope, "embedding": E.embedding, "tile_exp": E.tile_exp, "norm_backward": E.norm_backward, "silu_mul_backward": E.silu_mul_backward,
 }
 
 

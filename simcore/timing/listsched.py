@@ -34,10 +34,11 @@ class Throttle:
 
 
 @njit(cache=True, nogil=True)
-def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, slice_ns, n_slices, overflow):
-    """End of a transfer needing `need` ns of its core's DMA engines, started at `s`, that moves
-    `hr` HBM bytes per engine-ns for each of `w` identical cores. It takes what capacity is
-    left in each time slice of its core's engines and of the chip's HBM (fluid sharing).
+def _serve(s, need, frac, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, slice_ns, n_slices, overflow):
+    """End of a transfer needing `need` ns of its core's whole DMA engine set, started at `s`, that
+    can use at most `frac` of the set at once (the engines its partitions map to) and moves `hr`
+    HBM bytes per engine-set-ns for each of `w` identical cores. It takes what capacity is left in
+    each time slice of its core's engines and of the chip's HBM (fluid sharing).
     A transfer running past the ledger's last slice sets `overflow[0]`: the caller must
     schedule again with a longer ledger (nothing may move unaccounted)."""
     t = s
@@ -51,7 +52,7 @@ def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, sl
         if avail <= 1e-9:
             j += 1
             continue
-        u = avail
+        u = avail * frac
         if core_led[g, j] < u:
             u = core_led[g, j]
         if hr > 0.0:
@@ -82,7 +83,7 @@ def _serve(s, need, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, sl
 
 
 @njit(cache=True, nogil=True)
-def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read_frac, weight, n_queues, t0,
+def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read_frac, eng_frac, weight, n_queues, t0,
               thr_start, thr_ramp, thr_cool, busy_since, last_end,
               core_led, chip_led, served_r, served_w, slice_ns, n_slices, overflow):
     n = queue.shape[0]
@@ -116,8 +117,9 @@ def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read
             d = d / rt
         g = dma_grp[i]
         if g >= 0 and n_slices > 0:
-            e = _serve(s, d, g, hbm_rate[i], read_frac[i], weight[g], core_led, chip_led, served_r, served_w, t0,
-                       slice_ns, n_slices, overflow)
+            f = eng_frac[i]
+            e = _serve(s, d * f, f, g, hbm_rate[i], read_frac[i], weight[g], core_led, chip_led, served_r, served_w,
+                       t0, slice_ns, n_slices, overflow)
         else:
             e = s + d
         start[i] = s
@@ -133,7 +135,7 @@ class Sharing:
     """Capacity ledgers for DMA sharing: per group (core) engine-ns and chip HBM bytes per slice."""
 
     dma_grp: np.ndarray     # int32 per instruction: its group for DMA transfers, -1 otherwise
-    hbm_rate: np.ndarray    # float64 HBM bytes per engine-ns of each transfer
+    hbm_rate: np.ndarray    # float64 HBM bytes per engine-set-ns of each transfer (its bytes / (dur x eng_frac))
     read_frac: np.ndarray   # float64 share of those bytes that are reads
     weight: np.ndarray      # float64 identical cores each group stands for
     core_led: np.ndarray    # (groups, slices) engine-ns left
@@ -142,6 +144,7 @@ class Sharing:
     served_r: np.ndarray | None = None  # (slices,) HBM bytes read per slice (filled by the scheduler)
     served_w: np.ndarray | None = None
     overflow: np.ndarray | None = None  # (1,) set when a transfer ran past the last slice
+    eng_frac: np.ndarray | None = None  # float64 per instruction: share of its core's DMA engines a transfer uses (1)
 
     def __post_init__(self) -> None:
         if self.served_r is None:
@@ -149,6 +152,8 @@ class Sharing:
             self.served_w = np.zeros(self.chip_led.shape[0])
         if self.overflow is None:
             self.overflow = np.zeros(1, np.int64)
+        if self.eng_frac is None:
+            self.eng_frac = np.ones(self.dma_grp.shape[0])
 
     @property
     def overflowed(self) -> bool:
@@ -194,7 +199,7 @@ def schedule(
         np.ascontiguousarray(lat, np.float64), np.ascontiguousarray(dep_ptr, np.int64),
         np.ascontiguousarray(dep_idx, np.int64), np.ascontiguousarray(thr_id, np.int32),
         np.ascontiguousarray(sharing.dma_grp, np.int32), np.ascontiguousarray(sharing.hbm_rate, np.float64),
-        np.ascontiguousarray(sharing.read_frac, np.float64),
+        np.ascontiguousarray(sharing.read_frac, np.float64), np.ascontiguousarray(sharing.eng_frac, np.float64),
         np.ascontiguousarray(sharing.weight, np.float64), int(n_queues), float(t0),
         float(throttle.start_fraction), float(throttle.ramp_ns), float(throttle.cooldown_ns), busy, last,
         sharing.core_led, sharing.chip_led, sharing.served_r, sharing.served_w, float(sharing.slice_ns),

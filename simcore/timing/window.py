@@ -4,8 +4,9 @@ Cores that run identical kernels (the usual case: an op split evenly over the co
 simulated once and weighted by how many cores they stand for, so a chip of 8 symmetric
 cores costs one core's simulation while HBM still sees all 8 cores' traffic.
 
-Sharing is fluid over time slices: each core's 16 DMA engines give `slice` ns of engine
-time per slice and the chip's HBM gives bandwidth x slice bytes; a transfer takes what
+Sharing is fluid over time slices: each core's 16 DMA engines give `slice` ns of engine-set
+time per slice (a transfer on few partitions uses only the engines they map to, so it takes
+at most that share of it) and the chip's HBM gives bandwidth x slice bytes; a transfer takes what
 is left of both in each slice it spans (a representative core takes it `weight` times
 over). Concurrent transfers on a core therefore split its engines, and when the chip's
 cores together want more than the HBM bandwidth every transfer slows down -- and the
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore.hardware import Hardware
+from simcore.lowering.costs import dma_engines
 from simcore.lowering.engines import N_COMPUTE_ENGINES
 from simcore.lowering.program import Program
 from simcore.timing.listsched import Sharing, Throttle, schedule
@@ -75,6 +77,7 @@ def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t
     `thr_state` is each group's tensor-engine ramp state (busy-since, last-end) coming in;
     the state going out is returned with the schedules, and the HBM bytes served per slice."""
     G = len(programs)
+    engines = float(hw.data["dma"]["engines_per_core"])
     NQ = N_COMPUTE_ENGINES + hw.dma_queues
     sizes = np.array([len(p) for p in programs], np.int64)
     offs = np.concatenate([[0], np.cumsum(sizes)])
@@ -93,6 +96,7 @@ def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t
     dur, lat = cat(lambda p: p.dur), cat(lambda p: p.lat)
     pe = cat(lambda p: p.pe)
     is_dma = cat(lambda p: p.partitions > 0)
+    eng_frac = cat(lambda p: np.where(p.partitions > 0, dma_engines(hw, p.partitions), 1.0)) / engines
     hbm = cat(lambda p: (p.hbm_read + p.hbm_write).astype(np.float64))
     hbm_r = cat(lambda p: p.hbm_read.astype(np.float64))
     g_sorted = grp[order]
@@ -123,12 +127,13 @@ def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t
             n_slices = int(np.ceil(horizon / slice_ns))
             sharing = Sharing(
                 dma_grp=np.where(is_dma, g_sorted, -1).astype(np.int32),
-                hbm_rate=np.where(is_dma, hbm / np.maximum(dur, 1e-9), 0.0),
+                hbm_rate=np.where(is_dma, hbm / np.maximum(dur * eng_frac, 1e-9), 0.0),
                 read_frac=np.where(hbm > 0, hbm_r / np.maximum(hbm, 1.0), 0.0),
                 weight=w,
                 core_led=np.full((G, n_slices), slice_ns, np.float64),
                 chip_led=np.full(n_slices, hw.hbm_bytes_per_ns * slice_ns, np.float64),
                 slice_ns=slice_ns,
+                eng_frac=eng_frac,
             )
             start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, sharing,
                                                thr_state)

@@ -16,7 +16,7 @@ from simcore.errors import ConfigError
 DATASET = Path(__file__).with_name("dataset.toml")
 KINDS = ("kernel", "collective", "end_to_end")
 UNITS_NS = {"us": 1e3, "ms": 1e6, "s": 1e9}  # unit -> nanoseconds in one unit
-MEASURES = ("duration", "collective")
+MEASURES = ("duration", "collective", "dma")
 
 
 @dataclass(frozen=True)

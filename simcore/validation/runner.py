@@ -2,7 +2,9 @@
 
 A case's `sim` table is capture options (or an inline op graph under `ops`) plus `measure`:
 `duration` is the trace's span (a micro-benchmark kernel's time, a model step's time) and
-`collective` the longest rank's collective time from start to end (what nccom-test times).
+`collective` the longest rank's collective time from start to end (what nccom-test times), and
+`dma` the longest HBM -> SBUF transfer on the DMA queues (what a profile's DMA row shows; the
+capture needs instruction detail, `cores = "0"`).
 Figures are cached per process by their capture options, so cases that share a capture (and
 the test after the CLI) simulate it once; traces go to a temporary directory removed at once.
 """
@@ -56,6 +58,12 @@ def _measure_ns(trace_path: Path, measure: str) -> float:
         if cc.num_rows == 0:
             raise ValueError(f"{trace_path} holds no collective to time")
         return float(pc.max(pc.subtract(cc["end_ns"], cc["start_ns"])).as_py())
+    if measure == "dma":
+        dma = trace.table("dma")
+        loads = dma.filter(pc.equal(dma["src"], "hbm"))
+        if loads.num_rows == 0:
+            raise ValueError(f"{trace_path} holds no HBM -> SBUF transfer to time (capture it with cores = \"0\")")
+        return float(pc.max(loads["dur_ns"]).as_py())
     return float(trace.duration_ns)
 
 

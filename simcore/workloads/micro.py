@@ -14,6 +14,9 @@ MICROBENCHMARKS: dict[str, dict] = {
                   "help": "flash attention: batch, heads, query and key lengths (causal when Q > 1), head dim"},
     "softmax": {"shape": "ROWS,COLS", "default": (4096, 4096), "help": "row softmax, BF16"},
     "rmsnorm": {"shape": "ROWS,COLS", "default": (4096, 4096), "help": "RMSNorm over rows, BF16"},
+    "dma": {"shape": "PARTITIONS,COLS", "default": (128, 4096),
+            "help": "a [PARTITIONS, COLS] BF16 tile loaded from HBM into PARTITIONS SBUF partitions, exp on Scalar, "
+                    "stored back (the NKI DMA introduction's kernel: DMA engines and bandwidth by access pattern)"},
     "allreduce": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring all-reduce of BYTES per rank over RANKS chips"},
     "allgather": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring all-gather: BYTES gathered per rank over RANKS chips"},
     "reducescatter": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring reduce-scatter of BYTES per rank over RANKS chips"},
@@ -79,7 +82,9 @@ def microbenchmark(name: str, shape, dtype: str, *, compute_cores: int, mx_group
         dtype = "bf16"
     else:
         rows, cols = dims
-        ops = [Op(name, name, dict(rows=rows, cols=cols), "bf16", 0)]
+        if name == "dma" and rows > 128:
+            raise ConfigError(f"dma tile of {rows} partitions exceeds the 128 SBUF partitions; use at most 128.")
+        ops = [Op(name, "tile_exp" if name == "dma" else name, dict(rows=rows, cols=cols), "bf16", 0)]
         params = dict(shape=[rows, cols], rows=rows, cols=cols)
         display = f"{name} {rows}x{cols}"
         dtype = "bf16"

@@ -32,7 +32,7 @@ def test_published_peaks_match_the_array_clock_and_macs(name):
 
 def test_trn1_presets_carry_the_published_trainium1_figures():
     """trn1.32xlarge: 16 Trainium1 chips of 2 NeuronCore-v2 (24 MiB SBUF, 2 MiB PSUM, 92 BF16 TFLOPS each),
-    32 GiB of HBM at 820 GB/s per chip, 16 x 2 DMA engines at 27 GiB/s (~1 TB/s), a 4x4 torus of
+    32 GiB of HBM at 820 GB/s per chip, 16 x 2 DMA engines at 27.2 GB/s (17 B/ns sustained), a 4x4 torus of
     NeuronLink-v2 at 384 GiB/s per chip; chip and instance totals as the Trn1 pages state them."""
     chip, inst = load_hardware("trn1"), load_hardware("trn1.32xlarge")
     assert (chip.chips, chip.cores_per_chip, inst.chips) == (1, 2, 16)
@@ -40,7 +40,9 @@ def test_trn1_presets_carry_the_published_trainium1_figures():
     assert chip.hbm_bytes_per_ns == 820 and not chip.supports("mxfp8")
     assert chip.cores_per_chip * chip.tensor["peak_tflops"]["bf16"] == pytest.approx(190, rel=0.04)   # 190 per chip
     assert inst.chips * chip.cores_per_chip * chip.tensor["peak_tflops"]["fp32"] == pytest.approx(760, rel=0.04)
-    assert chip.core_dma_bytes_per_ns * chip.cores_per_chip == pytest.approx(1000, rel=0.08)          # "1 TB/sec"
+    assert chip.core_dma_bytes_per_ns * chip.cores_per_chip == pytest.approx(870, rel=0.01)   # 32 x 27.2 GB/s (DMA intro)
+    sustained = chip.core_dma_bytes_per_ns * chip.data["dma"]["peak_utilization"]
+    assert sustained == pytest.approx(272, rel=0.01)                                 # the DMA guide's TRN1 272 GB/s per core
     assert inst.data["link"]["bandwidth_gbps"] == pytest.approx(384 * 2**30 / 1e9, rel=0.01)
     assert inst.data["topology"]["dims"] == [4, 4]
 
