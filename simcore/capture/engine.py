@@ -26,14 +26,16 @@ from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
 from simcore.timing.runtime import OP_BARRIER
 from simcore.timing.window import schedule_window
 from simcore.trace import TraceWriter
+from simcore.trace.background import BackgroundWriter
 
 
-def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None) -> TraceTables:
-    """Simulate a single-chip capture into trace tables."""
+def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None,
+             writer: TraceWriter | BackgroundWriter | None = None) -> TraceTables:
+    """Simulate a single-chip capture into trace tables (streaming flows to `writer` when given)."""
     hw, wl = res.hw, res.workload
     n_cores = hw.cores_per_chip
     cc = res.compute_cores
-    tables = TraceTables(hw, res.detail_cores, wl)
+    tables = TraceTables(hw, res.detail_cores, wl, writer=writer)
     rt = hw.runtime
     t = rt.step_start_ns
     for opcode, a, b in rt.step_rows():
@@ -100,15 +102,21 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
             tables = CollectiveTables(res)
             if progress is not None:
                 progress(1.0, res.workload.ops[0].name)
-        else:
-            tables = simulate(res, progress, cancel)
-        check_cancel(cancel)
-        tables.write(writer)
-        path = writer.close()
+            check_cancel(cancel)
+            tables.write(writer)
+            return writer.close()
     except BaseException:
         writer.abort()
         raise
-    return path
+    background = BackgroundWriter(writer)  # the disk writes while the simulation runs
+    try:
+        tables = simulate(res, progress, cancel, background)
+        check_cancel(cancel)
+        tables.write(background)
+        return background.close()
+    except BaseException:
+        background.abort()
+        raise
 
 
 __all__ = ["capture_to", "simulate"]

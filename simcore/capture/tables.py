@@ -1,8 +1,9 @@
 """Trace rows of a capture: tracks, kernels, the op hierarchy, instructions, DMA transfers,
 flows and counters, collected while ops are simulated and written at the end.
 
-Instruction and DMA rows are kept per detailed core as compact numpy chunks and written
-grouped by track (the trace-format contract), each core's rows sorted by track once.
+Instruction and DMA rows are kept as the detailed cores' timed programs (core_rows.py) and
+written grouped by track (the trace-format contract), one track's rows built at a time; flows
+stream to the writer as kernels run.
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from simcore.capture.program_rows import cross_engine_flows, rows_by_track
+from simcore.capture.core_rows import DMA_VOCABS, INSTR_VOCABS, DetailRows, track_rows
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
 from simcore.lowering.engines import ENGINE_TRACKS, dma_track_name
-from simcore.lowering.program import DTYPES, MEMORIES, OPCODES, Program, Vocab
+from simcore.lowering.program import DTYPES, OPCODES, Program, Vocab
 from simcore.timing.window import Timed
 from simcore.trace import TraceWriter
+from simcore.trace.background import BackgroundWriter
 from simcore.trace import schema as S
 from simcore.workloads.ops import Op, Workload
 
 MAX_HBM_BINS = 20000
 RUNTIME_TRACK = "Runtime"  # a core's runtime row (track kind "runtime"), as Neuron Explorer's system view shows
-WRITE_BATCH = 1 << 20
 
 
 def bin_edges(t_end: float, width: float) -> np.ndarray:
@@ -81,7 +82,9 @@ def binned_bandwidth(served: list, t_end: int) -> tuple[np.ndarray, np.ndarray, 
 
 
 class TraceTables:
-    def __init__(self, hw: Hardware, detail_cores: list[int], wl: Workload, chip: int = 0) -> None:
+    def __init__(self, hw: Hardware, detail_cores: list[int], wl: Workload, chip: int = 0,
+                 writer: TraceWriter | BackgroundWriter | None = None) -> None:
+        """With `writer`, flows are written as kernels run (the other tables by `write`)."""
         self.hw, self.wl, self.chip = hw, wl, chip
         self.detail = set(detail_cores)
         n = hw.cores_per_chip
@@ -118,9 +121,7 @@ class TraceTables:
         self.next_id = 0
         self.kernel_names = Vocab()
         self.kernel_rows: list[tuple] = []
-        self.instr_rows: dict[int, list[dict[str, np.ndarray]]] = {}  # track -> chunks in time order
-        self.dma_rows: dict[int, list[dict[str, np.ndarray]]] = {}
-        self.flows: list[tuple[np.ndarray, np.ndarray]] = []
+        self.detail_rows = DetailRows(writer)
         self.runtime_rows: list[tuple[int, int, int, int]] = []  # track, start, end, opcode code
         self.hbm: list = []
         self.samples: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -183,6 +184,7 @@ class TraceTables:
             val = timed.rate[pe].astype(np.float64) * 100.0
             keep = np.r_[True, np.abs(np.diff(val)) > 0.5]
             th_t, th_v = s[pe][keep], np.round(val[keep], 1)
+        run = None  # the group's schedule as detail rows, shared by its detailed cores
         for core in cores:
             kid = len(self.kernel_rows)
             self.kernel_rows.append((kid, self.kernel_track[core], core, oid, name, k0, k1 - k0, flops,
@@ -192,42 +194,33 @@ class TraceTables:
             if len(pe):
                 self._sample(self.throttle_track[core], th_t, th_v)
             if core in self.detail:
-                self._add_events(core, kid, p, s, e)
-
-    def _add_events(self, core: int, kid: int, p: Program, s: np.ndarray, e: np.ndarray) -> None:
-        n = len(p)
-        ids = self.next_id + np.arange(n, dtype=np.int64)
-        self.next_id += n
-        for track, is_dma, rows in rows_by_track(p, ids, s, e, kid, self.engine_base[core]):
-            (self.dma_rows if is_dma else self.instr_rows).setdefault(track, []).append(rows)
-        flows = cross_engine_flows(p, ids)
-        if flows is not None:
-            self.flows.append(flows)
+                if run is None:
+                    run = self.detail_rows.run(p, s, e)
+                self.detail_rows.add(core, run, kid, self.next_id)
+                self.next_id += len(p)
 
     # -- writing -----------------------------------------------------------------------------
-    def write(self, w: TraceWriter) -> None:
+    def write(self, w: TraceWriter | BackgroundWriter) -> None:
         tr = self.tracks
         w.write("tracks", {
             "track_id": np.arange(len(tr), dtype=np.int32), "chip": np.array([r[0] for r in tr], np.int32),
             "core": np.array([r[1] for r in tr], np.int32), "kind": [r[2] for r in tr], "name": [r[3] for r in tr],
             "unit": [r[4] for r in tr],
         })
-        self._add_runtime_events()
-        self._write_events(w, "instructions", self.instr_rows, {"opcode": OPCODES.values, "dtype": DTYPES.values})
-        self._write_events(w, "dma", self.dma_rows, {"src": MEMORIES.values, "dst": MEMORIES.values})
+        runtime = self._runtime_events()
+        d = self.detail_rows
+        self._write_events(w, "instructions", d.tracks(self.engine_base, dma=False), runtime, INSTR_VOCABS, dma=False)
+        self._write_events(w, "dma", d.tracks(self.engine_base, dma=True), {}, DMA_VOCABS, dma=True)
         self._write_kernels(w)
         self._write_ops(w)
         self._write_counters(w)
-        if self.flows:
-            src = np.concatenate([f[0] for f in self.flows])
-            dst = np.concatenate([f[1] for f in self.flows])
-            for i in range(0, len(src), WRITE_BATCH):
-                w.write("flows", {"src_id": src[i:i + WRITE_BATCH], "dst_id": dst[i:i + WRITE_BATCH], "kind": "semaphore"})
+        d.flows.finish(w)
 
-    def _add_runtime_events(self) -> None:
+    def _runtime_events(self) -> dict[int, dict[str, np.ndarray]]:
         """The Runtime rows as instructions of their tracks (ids after every engine event)."""
+        out: dict[int, dict[str, np.ndarray]] = {}
         if not self.runtime_rows:
-            return
+            return out
         a = np.array(self.runtime_rows, np.int64)
         a = a[np.lexsort((a[:, 1], a[:, 0]))]
         ids = self.next_id + np.arange(len(a), dtype=np.int64)
@@ -235,21 +228,24 @@ class TraceTables:
         for track in np.unique(a[:, 0]):
             sel = np.flatnonzero(a[:, 0] == track)
             n = len(sel)
-            self.instr_rows.setdefault(int(track), []).append({
+            out[int(track)] = {
                 "id": ids[sel], "start_ns": a[sel, 1], "dur_ns": a[sel, 2] - a[sel, 1], "opcode": a[sel, 3],
                 "kernel_id": np.full(n, -1, np.int64), "flops": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64),
-                "dtype": np.full(n, DTYPES.code("bf16"), np.int64)})
+                "dtype": np.full(n, DTYPES.code("bf16"), np.int64)}
         self.runtime_rows = []
+        return out
 
     @staticmethod
-    def _write_events(w: TraceWriter, table: str, per_track: dict[int, list[dict[str, np.ndarray]]],
-                      vocabs: dict[str, list[str]]) -> None:
+    def _write_events(w: TraceWriter, table: str, chunks: dict[int, list], whole: dict[int, dict[str, np.ndarray]],
+                      vocabs: dict[str, list[str]], dma: bool) -> None:
         """One record batch per track, tracks in id order: grouped by track, and each track's rows one
         chunk, which a reader maps as a numpy view (a track split over batches must be copied whole
-        to be searched as one array, as the timeline does)."""
-        for track in sorted(per_track):
-            chunks = per_track[track]
-            cols = {k: (np.concatenate([c[k] for c in chunks]) if len(chunks) > 1 else chunks[0][k]) for k in chunks[0]}
+        to be searched as one array, as the timeline does). `chunks` are detailed cores' engine tracks
+        (built here, one at a time), `whole` tracks whose rows are already columns."""
+        for track in sorted(set(chunks) | set(whole)):
+            if track in chunks and track in whole:
+                raise AssertionError(f"track {track} holds both runtime and engine rows")
+            cols = whole[track] if track in whole else track_rows(chunks.pop(track), dma)
             batch: dict[str, Any] = {"track_id": np.full(len(cols["id"]), track, np.int32)}
             for k, v in cols.items():
                 batch[k] = (v, vocabs[k]) if k in vocabs else v

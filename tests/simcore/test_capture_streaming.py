@@ -1,0 +1,119 @@
+"""Captures stream their rows: flows go to the writer in full batches as kernels run, a detailed
+core's instruction and DMA rows are built one track at a time from the timed programs, and the
+writes run on a thread. What is written is the same, row for row and batch for batch, as the
+per-kernel rows the simulator gives (`program_rows.rows_by_track`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+import simcore
+from simcore.capture import core_rows
+from simcore.capture.config import resolve
+from simcore.capture.core_rows import track_rows
+from simcore.capture.engine import simulate
+from simcore.capture.options import CaptureConfig
+from simcore.capture.program_rows import cross_engine_flows, rows_by_track
+from simcore.trace import TraceWriter, open_trace
+from simcore.trace.background import BackgroundWriter
+
+OPTIONS = dict(workload="llama3.1-8b", phase="prefill", seq=512, layers=1, cores="all")
+
+
+def _batches(path) -> list[int]:
+    with pa.memory_map(str(path)) as f:
+        r = ipc.open_file(f)
+        return [r.get_batch(i).num_rows for i in range(r.num_record_batches)]
+
+
+def test_flows_are_written_in_full_batches_as_kernels_run(tmp_path, monkeypatch):
+    whole = tmp_path / "whole.trnx"
+    simcore.capture(out_path=whole, **OPTIONS)
+    monkeypatch.setattr(core_rows, "FLOW_BATCH", 1000)
+    small = tmp_path / "small.trnx"
+    simcore.capture(out_path=small, **OPTIONS)
+    a, b = open_trace(whole).table("flows"), open_trace(small).table("flows")
+    assert a.num_rows > 5000 and a.equals(b)
+    sizes = _batches(small / "flows.arrow")
+    assert sizes[:-1] == [1000] * (len(sizes) - 1) and 0 < sizes[-1] <= 1000
+    assert _batches(whole / "flows.arrow") == [a.num_rows]
+
+
+def test_track_rows_are_the_per_kernel_rows_concatenated():
+    res = resolve(CaptureConfig.from_kwargs(None, **OPTIONS))
+    tables = simulate(res)
+    d = tables.detail_rows
+    for dma in (False, True):
+        tracks = d.tracks(tables.engine_base, dma=dma)
+        assert tracks
+        for track, chunks in tracks.items():
+            base = tables.engine_base[tables.tracks[track][1]]  # the track's core's first engine track
+            want: dict[str, list[np.ndarray]] = {}
+            for run, kid, first, _, _ in chunks:
+                p, o = run.rows.program, run.rows.order
+                start, end = np.empty(len(p), np.int64), np.empty(len(p), np.int64)
+                start[o], end[o] = run.start, run.start + run.dur
+                ids = first + np.arange(len(p), dtype=np.int64)
+                for t, is_dma, rows in rows_by_track(p, ids, start, end, kid, base):
+                    if t == track:
+                        assert is_dma == dma
+                        for k, v in rows.items():
+                            want.setdefault(k, []).append(v)
+            got = track_rows(chunks, dma)
+            assert set(got) == set(want)
+            for k in got:
+                np.testing.assert_array_equal(got[k], np.concatenate(want[k]), err_msg=f"track {track} {k}")
+
+
+def test_flows_are_the_per_kernel_flows_in_kernel_order():
+    res = resolve(CaptureConfig.from_kwargs(None, **OPTIONS))
+    tables = simulate(res)
+    want = []
+    runs = [(run, first) for core, lst in tables.detail_rows.per_core.items() for run, _, first in lst]
+    runs.sort(key=lambda rf: rf[1])  # ids are handed out in the order kernels ran
+    for run, first in runs:
+        f = cross_engine_flows(run.rows.program, first + np.arange(len(run.rows.program), dtype=np.int64))
+        if f is not None:
+            want.append(f)
+    fs = tables.detail_rows.flows
+    got_src = np.concatenate([s for s, _ in fs.full] + [fs.src[:fs.pos]])
+    got_dst = np.concatenate([d for _, d in fs.full] + [fs.dst[:fs.pos]])
+    np.testing.assert_array_equal(got_src, np.concatenate([w[0] for w in want]))
+    np.testing.assert_array_equal(got_dst, np.concatenate([w[1] for w in want]))
+
+
+def _write_some(w) -> None:
+    rng = np.random.default_rng(0)
+    for track in range(3):
+        n = 1000 + 37 * track
+        w.write("instructions", {
+            "track_id": np.full(n, track, np.int32), "id": np.arange(n) + 10_000 * track,
+            "start_ns": np.arange(n) * 10, "dur_ns": np.full(n, 5), "opcode": ["Add", "Mul"][track % 2],
+            "kernel_id": np.zeros(n, np.int64), "flops": rng.integers(0, 100, n), "bytes": np.zeros(n, np.int64),
+            "dtype": "bf16"})
+    w.write("flows", {"src_id": np.arange(10), "dst_id": np.arange(10) + 1, "kind": "semaphore"})
+
+
+def test_background_writer_writes_the_same_bytes(tmp_path):
+    direct, queued = tmp_path / "direct.trnx", tmp_path / "queued.trnx"
+    with TraceWriter(direct, {"x": 1}) as w:
+        _write_some(w)
+    with BackgroundWriter(TraceWriter(queued, {"x": 1}), max_bytes=1) as w:
+        _write_some(w)
+    for f in sorted(p.name for p in direct.iterdir()):
+        assert (direct / f).read_bytes() == (queued / f).read_bytes(), f
+
+
+def test_background_writer_raises_the_threads_error_and_leaves_nothing(tmp_path):
+    out = tmp_path / "bad.trnx"
+    bg = BackgroundWriter(TraceWriter(out, {}))
+    bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3)})  # no kind column: fails on the thread
+    with pytest.raises(TypeError, match="missing columns"):
+        bg.drain()
+    with pytest.raises(TypeError):
+        bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3), "kind": "semaphore"})
+    bg.abort()
+    assert not out.exists() and list(tmp_path.iterdir()) == []
