@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "presets": ("explorer.cli.commands.presets:presets", "List hardware presets, models and micro-benchmarks for capture."),
     "summary": ("explorer.cli.commands.summary:summary", "Summary metrics, collectives and recommendations of a trace."),
     "diff": ("explorer.cli.commands.diff:diff", "Compare two traces: metric, engine, op and kernel deltas."),
+    "query": ("explorer.cli.commands.query:query", "Run a read-only SQL query (DuckDB) over a trace's tables."),
     "view": ("explorer.cli.commands.view:view", "Open the desktop explorer window on a trace (--smoke-test: render one frame, exit)."),
     "import": ("explorer.cli.commands.import_trace:import_trace", "Import PyTorch-profiler (Kineto) traces of one or many ranks."),
     "sweep": ("explorer.cli.commands.sweep:sweep", "Capture a grid of configurations (locally or on a Dask cluster) into results.parquet."),
