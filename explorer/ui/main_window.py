@@ -40,6 +40,7 @@ from explorer.ui.utilisation_view import QtUtilisation
 from explorer.ui.window_extras import install as install_window_extras
 from explorer.ui.analysis_panels import install as install_analysis_panels
 from explorer.ui.sweep_window import install as install_sweeps
+from explorer.ui.tools import install as install_tools
 
 
 class MainWindow(QMainWindow):
@@ -104,6 +105,7 @@ class MainWindow(QMainWindow):
         self.extras = install_window_extras(self)  # File > New capture, themes, shortcuts, About, saved layout
         self.analysis = install_analysis_panels(self)  # summary, operators, kernel, dependencies, recommendations, compare, export
         self.sweeps = install_sweeps(self)  # File > Open sweep...: results table and Pareto plot
+        self.tools = install_tools(self)  # query console, field search, statistics, ... (explorer/ui/tools)
 
     # -- building --------------------------------------------------------------------
     def add_panel(self, title: str, widget: QWidget, area: Qt.DockWidgetArea = Qt.RightDockWidgetArea,

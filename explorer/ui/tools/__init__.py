@@ -1,0 +1,60 @@
+"""The explorer's power tools (issue 18), each in its own file, installed into a main window.
+
+`install(window)` docks them and wires them to the window's view state; the window
+itself only calls it. Everything they compute lives in `explorer.model` (no Qt) and
+runs on the tools' worker (`background.run_tool`), never on the GUI thread.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMainWindow, QMessageBox
+
+from explorer.ui.tools.query_console import QtQueryConsole
+from explorer.ui.tools.query_track_view import QtQueryTracks
+
+
+class Tools:
+    """The query console and the pinned query tracks of one window."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        self.window = window
+        self.console = QtQueryConsole(getattr(window.recent, "store", None))
+        window.add_panel("Query", self.console, Qt.BottomDockWidgetArea)
+        timeline = window.timeline
+        self.query_tracks = QtQueryTracks(window.view, timeline.canvas, timeline)
+        timeline.layout().insertWidget(1, self.query_tracks)  # under the ruler, above the rows
+        window.trace_loaded.connect(self._trace_shown)
+        window.trace_closed.connect(self._trace_closed)
+        self.console.pin_requested.connect(self.query_tracks.pin)
+        self.console.event_requested.connect(self._go_to_id)
+        self.console.range_requested.connect(lambda t0, t1: window.zoom_to(t0, t1))
+        self.query_tracks.zoom_requested.connect(lambda t0, t1: window.zoom_to(t0, t1))
+
+    def _trace_shown(self, loaded) -> None:
+        self.console.set_trace(loaded.index.trace)
+        for t in list(self.query_tracks.tracks):
+            self.query_tracks.unpin(t.name)
+
+    def _trace_closed(self) -> None:
+        self.console.set_trace(None)
+        for t in list(self.query_tracks.tracks):
+            self.query_tracks.unpin(t.name)
+
+    def _go_to_id(self, event_id: int) -> None:
+        index = self.window.view.index
+        ref = index.find_id(event_id) if index is not None else None
+        if ref is None:
+            self._error("Cannot go there", f"no instruction or DMA transfer has id {event_id}.")
+            return
+        self.window.highlight(ref)
+
+    def _error(self, title: str, message: str) -> None:
+        if getattr(self.window, "show_error_dialogs", True):
+            QMessageBox.critical(self.window, title, message)
+        else:
+            self.window.statusBar().showMessage(f"{title.lower()}: {message}", 8000)
+
+
+def install(window: QMainWindow) -> Tools:
+    return Tools(window)
