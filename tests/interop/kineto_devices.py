@@ -6,7 +6,10 @@ What distinguishes the kinds (as PyTorch's profiler and Holistic Trace Analysis 
   with `args.device/stream/correlation`; launches are `cuda_runtime` (`cudaLaunchKernel`,
   `cudaMemcpyAsync`, `cudaMemsetAsync`, `cudaStreamSynchronize`) sharing the correlation id;
   NCCL kernels `ncclDevKernel_AllReduce_Sum_f32_RING_LL(...)` on their own stream with the
-  collective's args; `gpu_user_annotation` copies of ProfilerStep on the device; `ac2g` flows.
+  collective's args; `ac2g` flows; an `Event Sync` (`cudaEventSynchronize`) on stream -1; and
+  `gpu_user_annotation` copies of each ProfilerStep, one per stream that ran its kernels, from
+  the first kernel's start to the last one's end, 1 ns earlier and 2 ns longer, with only
+  `External id` in args (Kineto's `createUserGpuSpan` and `handleActivity`).
 - ROCm/HIP: the same categories from roctracer, HIP names (`hipLaunchKernel`,
   `hipExtModuleLaunchKernel`, `hipMemcpyAsync`), hipBLASLt kernels (`Cijk_...`), RCCL kernels
   (named `ncclDevKernel_...` as in NCCL), small stream numbers starting at 0.
@@ -63,16 +66,21 @@ def rank_trace(kind: str, rank: int, world: int, *, steps: int = 4, seed: int = 
     t = t0 + rnd.uniform(0, 30)
     dev_free = {compute_stream: t, copy_stream: t, comm_stream: t}
 
+    spans: dict[int, list[float]] = {}  # the current step's kernels per stream: [first start, last end]
+
     def device(cat: str, name: str, stream: int, start: float, dur: float, c: int, e: int, extra: dict | None = None) -> float:
         args = {"External id": e, "device": dev, "stream": stream, "correlation": c, **(extra or {})}
         if kind != "mtia":
             args["context"] = 1
         ev.append({"ph": "X", "cat": cat, "name": name, "pid": dev, "tid": stream, "ts": _ts(start), "dur": _ts(dur), "args": args})
         ev.append({"ph": "f", "id": c, "pid": dev, "tid": stream, "ts": _ts(start), "cat": "ac2g", "name": "ac2g", "bp": "e"})
+        span = spans.setdefault(stream, [start, start + dur])
+        span[0], span[1] = min(span[0], start), max(span[1], start + dur)
         return start + dur
 
     for step in range(steps):
         step_start = t
+        spans.clear()
         ops_t = t + 2.0
         for i in range(rnd.randint(4, 7)):
             ext += 1
@@ -82,8 +90,11 @@ def rank_trace(kind: str, rank: int, world: int, *, steps: int = 4, seed: int = 
                        "args": {"External id": ext, "Record function id": 0, "Sequence number": ext}})
             corr += 1
             lt = ops_t + op_dur * 0.4
+            launch_args = {"External id": ext, "correlation": corr, "cbid": 211}
+            if kind == "rocm":  # roctracer writes the launch's stream as a pointer string
+                launch_args["stream"] = "0x55d3c0a1b2c0"
             ev.append({"ph": "X", "cat": _RUNTIME[kind], "name": _LAUNCH[kind], "pid": cpu_pid, "tid": cpu_pid, "ts": _ts(lt),
-                       "dur": _ts(3.1), "args": {"External id": ext, "correlation": corr, "cbid": 211}})
+                       "dur": _ts(3.1), "args": launch_args})
             ev.append({"ph": "s", "id": corr, "pid": cpu_pid, "tid": cpu_pid, "ts": _ts(lt), "cat": "ac2g", "name": "ac2g"})
             start = max(lt + rnd.uniform(4, 9), dev_free[compute_stream] + rnd.uniform(0.0, 6.0))
             dur = rnd.uniform(3, 60) + rnd.random() / 1000
@@ -129,13 +140,23 @@ def rank_trace(kind: str, rank: int, world: int, *, steps: int = 4, seed: int = 
                        "dur": _ts(abs(sync_at - max(ops_t, dev_free[compute_stream] - 3)) + 0.5),
                        "args": {"cuda_sync_kind": "stream_sync", "stream": compute_stream, "correlation": corr, "device": dev}})
             ops_t = max(ops_t, sync_at) + 2
+        if kind == "cuda" and step % 2 == 1:  # an event synchronisation: device-wide, on stream -1
+            corr += 1
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaEventSynchronize", "pid": cpu_pid, "tid": cpu_pid,
+                       "ts": _ts(ops_t), "dur": _ts(4.0), "args": {"correlation": corr, "cbid": 126}})
+            ev.append({"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "pid": dev, "tid": 1, "ts": _ts(ops_t + 0.5),
+                       "dur": _ts(3.0), "args": {"cuda_sync_kind": "event_sync", "stream": -1, "correlation": corr,
+                                                  "device": dev, "context": 1}})
+            ops_t += 5
         step_end = max(ops_t, max(dev_free.values())) + rnd.uniform(1, 5)
         ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": cpu_pid, "tid": cpu_pid,
                    "ts": _ts(step_start), "dur": _ts(step_end - step_start), "args": {"External id": 10 + step}})
-        if gpu_annotations:
-            ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{step}", "pid": dev, "tid": compute_stream,
-                       "ts": _ts(step_start + 5), "dur": _ts(step_end - step_start - 5),
-                       "args": {"External id": 10 + step, "device": dev, "stream": compute_stream}})
+        if gpu_annotations:  # as Kineto writes them: per stream, 1 ns (old PyTorch: 1 us) earlier and longer
+            nudge = 1.0 if integer_us else 0.001
+            for stream, (first, last) in sorted(spans.items()):
+                ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{step}", "pid": dev, "tid": stream,
+                           "ts": _ts(first - nudge), "dur": _ts(last - first + (nudge if integer_us else 2 * nudge)),
+                           "args": {"External id": 10 + step}})
         t = step_end + rnd.uniform(2, 10)
     ev.append({"ph": "M", "name": "process_name", "pid": cpu_pid, "tid": 0, "args": {"name": "python"}})
     ev.append({"ph": "M", "name": "process_name", "pid": dev, "tid": 0, "args": {"name": f"{kind.upper()} {dev}"}})

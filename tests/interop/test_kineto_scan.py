@@ -42,6 +42,7 @@ def _same_traces(a: Path, b: Path) -> None:
     for name in TABLES:
         assert ta.to_pandas(name).equals(tb.to_pandas(name)), name
     assert ta.meta["import"]["skipped_events"] == tb.meta["import"]["skipped_events"]
+    assert ta.meta["capture"]["hta_excluded"] == tb.meta["capture"]["hta_excluded"]  # HTA's selection (kineto.hta)
 
 
 @pytest.fixture(autouse=True)
@@ -160,7 +161,8 @@ _ID = st.integers(-5, 40) | st.sampled_from(["stream 7", "GPU 0", "rank \u00e9",
 
 @st.composite
 def _event(draw) -> dict:
-    kind = draw(st.sampled_from(["kernel", "nccl", "copy", "cpu_op", "step", "python", "runtime", "meta", "memory", "flow"]))
+    kind = draw(st.sampled_from(["kernel", "nccl", "copy", "cpu_op", "step", "python", "runtime", "annotation", "meta",
+                                 "memory", "flow"]))
     ts = draw(st.floats(0, 1e6, allow_nan=False) | st.integers(0, 10**6) | _DECIMAL.map(float).filter(math.isfinite))
     dur = draw(st.none() | st.floats(0, 1e4) | st.integers(0, 10**4))
     ev: dict = {"ph": "X", "pid": draw(_ID), "tid": draw(_ID), "ts": ts}
@@ -169,22 +171,29 @@ def _event(draw) -> dict:
     args: dict = {"noise": draw(st.none() | st.lists(st.integers(), max_size=3) | st.dictionaries(_TEXT, _TEXT, max_size=2))}
     if draw(st.booleans()):
         args["External id"] = draw(st.integers(0, 20))
+    if draw(st.booleans()):  # launches and device events share a correlation (HTA's last-step selection)
+        args["correlation"] = draw(st.integers(-1, 6))
     if kind in ("kernel", "nccl", "copy"):
         ev.update(cat=draw(st.sampled_from(["kernel", "Kernel"])) if kind != "copy" else "gpu_memcpy",
-                  name=NCCL if kind == "nccl" else draw(st.sampled_from(["gemm", "Memcpy DtoH", "elt\u00e9\\x", "a\tb"]) | _TEXT))
+                  name=NCCL if kind == "nccl" else draw(st.sampled_from(["gemm", "Memcpy DtoH", "elt\u00e9\\x", "a\tb", "Event Sync"])
+                                                        | _TEXT))
         if draw(st.booleans()):
-            args.update(device=draw(st.integers(0, 2)), stream=draw(st.integers(0, 30)))
+            args.update(device=draw(st.integers(0, 2)), stream=draw(st.integers(-1, 30) | st.sampled_from(["7", "0x7f1"])))
         if kind == "nccl":
             args.update(COMM_ARGS)
         if kind == "copy":
             args["bytes"] = draw(st.integers(-10, 10**9))
     elif kind in ("cpu_op", "step", "python"):
         ev.update(cat={"cpu_op": "cpu_op", "step": "user_annotation", "python": "python_function"}[kind],
-                  name=draw(st.sampled_from(["aten::mm", "record_param_comms", "ProfilerStep#3"]) | _TEXT))
+                  name=draw(st.sampled_from(["aten::mm", "record_param_comms", "ProfilerStep#3", "ProfilerStep#4"]) | _TEXT))
         if ev["name"] == "record_param_comms":
             args.update(COMM_ARGS)
     elif kind == "runtime":
-        ev.update(cat="cuda_runtime", name="cudaLaunchKernel")
+        ev.update(cat=draw(st.sampled_from(["cuda_runtime", "mtia_runtime"])), name="cudaLaunchKernel")
+        if draw(st.booleans()):
+            args["stream"] = draw(st.sampled_from(["0x55d3c0a1b2c0", "3", 3]))
+    elif kind == "annotation":
+        ev.update(cat="gpu_user_annotation", name=draw(st.sampled_from(["ProfilerStep#1", "ProfilerStep#2", "fwd"])))
     elif kind == "meta":
         ev = {"ph": "M", "name": draw(st.sampled_from(["process_name", "thread_name"])), "pid": draw(_ID), "tid": draw(_ID)}
         args = {"name": draw(_TEXT)}

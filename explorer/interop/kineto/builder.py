@@ -19,6 +19,7 @@ import numpy as np
 from simcore.trace import TraceWriter
 from explorer.interop.kineto import collectives as KC
 from explorer.interop.kineto.events import RankEvents, dur_ns, to_ns
+from explorer.interop.kineto.hta import counted, id_ranges
 from explorer.interop.kineto.nesting import _nesting_parents_loop, nesting_parents
 from explorer.interop.kineto.schema import args_dict
 
@@ -111,6 +112,9 @@ class Builder:
         self.n_ops = 1
         self.kernel_base = 0
         self.cores_per_chip = 0
+        # per kernel / dma chunk, in row order: what HTA's selection needs (kineto.hta)
+        self.hta_rows: dict[str, list[tuple[np.ndarray, np.ndarray, float]]] = {"kernels": [], "dma": []}
+        self.last_step: dict[int, float] = {}
 
     def track(self, chip: int, core: int, kind: str, name: str) -> int:
         tid = len(self.tracks["track_id"])
@@ -126,6 +130,7 @@ class Builder:
         self.cores_per_chip = max(self.cores_per_chip, len(devices))
         core_of = {d: i for i, d in enumerate(devices)}
         op_of_ext = self._ops(rank, ev)
+        self.last_step[rank] = ev.last_step_us
         self._kernels(rank, ev, places, core_of, op_of_ext)
         self._copies(rank, ev, places, core_of)
         self._memory(rank, ev, core_of)
@@ -172,6 +177,7 @@ class Builder:
         order = np.lexsort((start, track))
         n = len(order)
         names = k.name[order]
+        self.hta_rows["kernels"].append((k.stream[order], k.launch[order], ev.last_step_us))
         self.kernels.append({
             "kernel_id": self.kernel_base + np.arange(n, dtype=np.int64), "track_id": track[order],
             "chip": np.full(n, rank, dtype=np.int32), "core": core[order], "op_id": op[order], "name": (names, ev.names),
@@ -202,6 +208,7 @@ class Builder:
         src = np.array([memories.index(e[0]) for e in ends], dtype=np.int64)
         dst = np.array([memories.index(e[1]) for e in ends], dtype=np.int64)
         names = c.name[order]
+        self.hta_rows["dma"].append((c.stream[order], c.launch[order], ev.last_step_us))
         self.dma.append({
             "track_id": track[order], "start_ns": start[order], "dur_ns": dur_ns(c.dur)[order],
             "bytes": np.maximum(c.nbytes[order], 0), "partitions": np.zeros(len(order), dtype=np.int32),
@@ -280,6 +287,20 @@ class Builder:
             return 0, 0
         s, e = np.concatenate(starts), np.concatenate(ends)
         return (int(s.min()), int(e.max())) if len(s) else (0, 0)
+
+    def hta_excluded(self, drop_last_step: bool) -> dict[str, list[list[int]]]:
+        """The kernel and dma ids HTA 0.5.0 leaves out of its analysis, as [start, end) id runs
+        (kineto.hta): no stream, or, with `drop_last_step`, launched in or after the last
+        profiler step. Ids as `write` assigns them (dma ids follow the kernels')."""
+        out = {}
+        for table, base in (("kernels", 0), ("dma", self.kernel_base)):
+            chunks = self.hta_rows[table]
+            if not chunks:
+                out[table] = []
+                continue
+            keep = np.concatenate([counted(st, la, last, drop_last_step) for st, la, last in chunks])
+            out[table] = id_ranges(base + np.arange(len(keep), dtype=np.int64), ~keep)
+        return out
 
     # -- write -------------------------------------------------------------------
     def write(self, out: Path, meta: dict[str, Any], overwrite: bool, root_name: str) -> dict[str, int]:

@@ -22,17 +22,25 @@ from typing import Any
 
 import numpy as np
 
+from explorer.interop.kineto.hta import hta_correlation, hta_stream, rank_marks
+
 # device activity, as each device kind's profiler writes it: CUDA and ROCm/HIP `kernel`, MTIA
 # `mtia_ccp_events` (its DMA too: names `dma...`), and the device side of a synchronisation
 # (`cuda_sync`: "Stream Sync", "Event Sync") that holds a stream busy
 GPU_KERNEL_CATS = frozenset({"kernel", "Kernel", "mtia_ccp_events", "cuda_sync"})
 GPU_COPY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 CPU_OP_CATS = frozenset({"cpu_op", "user_annotation", "Operator", "python_function"})
+# read only for Holistic Trace Analysis's selection of device events (kineto.hta), not imported:
+# the host side of a launch (its `correlation` names the device event) and Kineto's device copies
+# of user annotations (a ProfilerStep's device copy starts later than the CPU one)
+LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "mtia_runtime", "privateuse1_runtime",
+                         "privateuse1_driver"})
+ANNOTATION_CAT = "gpu_user_annotation"
 PYTHON_CAT = "python_function"
 MEMORY_CAT = "cpu_instant_event"  # with name "[memory]": an allocator sample (profile_memory=True)
 MEMORY_NAME = "[memory]"
 CUDA_DEVICE_TYPE = 1
-KERNEL, COPY, CPU_OP, MEMORY = 0, 1, 2, 3  # event classes
+KERNEL, COPY, CPU_OP, MEMORY, LAUNCH, ANNOTATION = 0, 1, 2, 3, 4, 5  # event classes
 _COMM_NAME = re.compile(r"nccl|rccl", re.I)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_TS_US = 4e15   # |ts| beyond this (year ~2096 in epoch us) is garbage, not a time
@@ -40,13 +48,17 @@ MAX_DUR_US = 1e15  # so that any end, rebased to ns, still fits in int64
 
 
 def class_of(cat: str, include_python: bool) -> int:
-    """KERNEL, COPY, CPU_OP or MEMORY for a category the importer reads, else -1."""
+    """KERNEL, COPY, CPU_OP, MEMORY, LAUNCH or ANNOTATION for a category the importer reads, else -1."""
     if cat in GPU_KERNEL_CATS:
         return KERNEL
     if cat in GPU_COPY_CATS:
         return COPY
     if cat in CPU_OP_CATS and (include_python or cat != PYTHON_CAT):
         return CPU_OP
+    if cat in LAUNCH_CATS:
+        return LAUNCH
+    if cat == ANNOTATION_CAT:
+        return ANNOTATION
     return MEMORY if cat == MEMORY_CAT else -1
 
 
@@ -87,6 +99,9 @@ class Columns:
     ext: np.ndarray = field(default_factory=lambda: _EMPTY_I)     # External id codes, -1 for none
     cat: np.ndarray = field(default_factory=lambda: _EMPTY_I)     # codes into RankEvents.cats
     nbytes: np.ndarray = field(default_factory=lambda: _EMPTY_I)  # args "bytes" of copies (0 when absent)
+    corr: np.ndarray = field(default_factory=lambda: _EMPTY_I)    # args "correlation", -1 when absent
+    stream: np.ndarray = field(default_factory=lambda: _EMPTY_I)  # args "stream" as HTA reads it (kineto.hta)
+    launch: np.ndarray = field(default_factory=lambda: _EMPTY_F)  # us: when HTA sees it launched (kineto.hta)
     args: dict[int, Any] = field(default_factory=dict)            # row -> args (dict or Args) where it matters
 
     def __len__(self) -> int:
@@ -108,6 +123,8 @@ class RankEvents:
     thread_names: dict[tuple[str, str], str] = field(default_factory=dict)
     memory: tuple[list[float], list[Any], list[float]] = field(default_factory=lambda: ([], [], []))  # ts us, device, bytes
     comm_args: dict[int, Any] = field(default_factory=dict)    # External id code -> record_param_comms args
+    step_names: frozenset[str] = frozenset()                    # names containing ProfilerStep (kineto.hta)
+    last_step_us: float = math.nan                              # start of the last ProfilerStep, as HTA sees it
     skipped: int = 0
     total: int = 0
 
@@ -168,7 +185,12 @@ def codes(values: list[Any], vocab: dict[Any, int]) -> np.ndarray:
 
 
 def split(out: RankEvents, cls: np.ndarray, cols: dict[str, np.ndarray], args: dict[int, Any]) -> None:
-    """Rows of every class into out.kernels / copies / cpu_ops (file order kept)."""
+    """Rows of every class into out.kernels / copies / cpu_ops (file order kept); launches and
+    device annotations only serve HTA's selection of device rows (kineto.hta)."""
+    device = (cls == KERNEL) | (cls == COPY)
+    launch, out.step_names, out.last_step_us = rank_marks(cols["ts"], cols["name"], out.names, cols["corr"],
+                                                          cols["stream"], device)
+    cols = {**cols, "launch": launch}
     pos = np.zeros(len(cls), dtype=np.int64)
     for c, name in ((KERNEL, "kernels"), (COPY, "copies"), (CPU_OP, "cpu_ops")):
         rows = np.flatnonzero(cls == c)
@@ -181,7 +203,7 @@ def split(out: RankEvents, cls: np.ndarray, cols: dict[str, np.ndarray], args: d
 
 def _finish(out: RankEvents, cls: list[int], ts: list[float] | np.ndarray, dur: list[float] | np.ndarray,
             names: list[str], where: list[tuple[Any, Any]], ext: list[Any], cats: list[str], nbytes: list[int],
-            args: dict[int, Any], comm_args: dict[str, Any]) -> RankEvents:
+            corr: list[int], stream: list[int], args: dict[int, Any], comm_args: dict[str, Any]) -> RankEvents:
     """Per-event lists (kept rows, file order) -> codes and columns."""
     name_vocab: dict[str, int] = {}
     place_vocab: dict[tuple[Any, Any], int] = {}
@@ -191,7 +213,8 @@ def _finish(out: RankEvents, cls: list[int], ts: list[float] | np.ndarray, dur: 
                             dtype=np.int64, count=len(ext))
     cols = {"ts": np.asarray(ts, dtype=np.float64), "dur": np.asarray(dur, dtype=np.float64),
             "name": codes(names, name_vocab), "place": codes(where, place_vocab), "ext": ext_codes,
-            "cat": codes(cats, cat_vocab), "nbytes": np.asarray(nbytes, dtype=np.int64)}
+            "cat": codes(cats, cat_vocab), "nbytes": np.asarray(nbytes, dtype=np.int64),
+            "corr": np.asarray(corr, dtype=np.int64), "stream": np.asarray(stream, dtype=np.int64)}
     out.names, out.places, out.cats, out.n_ext = list(name_vocab), list(place_vocab), list(cat_vocab), len(ext_vocab)
     out.comm_args = {ext_vocab[k]: v for k, v in comm_args.items() if k in ext_vocab}
     split(out, np.asarray(cls, dtype=np.int64), cols, args)
@@ -222,7 +245,8 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
     """The kept events' fields as lists (one comprehension each), then numpy for times
     and a name per distinct raw name. Anything unexpected raises (-> the tolerant path)."""
     out = RankEvents(total=len(events))
-    wanted = GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT}) | {MEMORY_CAT}
+    wanted = (GPU_KERNEL_CATS | GPU_COPY_CATS | (CPU_OP_CATS if include_python else CPU_OP_CATS - {PYTHON_CAT})
+              | LAUNCH_CATS | {MEMORY_CAT, ANNOTATION_CAT})
     # TypeError (an unhashable category) -> tolerant path
     rows = [ev for ev in events if ev.cat in wanted or ev.ph == "M"]
     if not rows:
@@ -260,6 +284,8 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
     where: list[tuple[Any, Any]] = []
     ext: list[Any] = []
     nbytes: list[int] = []
+    corr: list[int] = []
+    stream: list[int] = []
     kept_args: dict[int, Any] = {}
     comm_args: dict[str, Any] = {}
     for j, (i, c, a, n) in enumerate(zip(idx, kcls, args, clean)):
@@ -267,9 +293,16 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
             where.append((pid_c[i], tid_c[i]))
             ext.append(None)
             nbytes.append(0)
+            corr.append(-1)
+            stream.append(-1)
             continue
         ext.append(a.external_id)
-        if c == CPU_OP:
+        corr.append(hta_correlation(a.correlation))
+        stream.append(hta_stream(a.stream))
+        if c == LAUNCH or c == ANNOTATION:
+            where.append((pid_c[i], tid_c[i]))
+            nbytes.append(0)
+        elif c == CPU_OP:
             where.append((pid_c[i], tid_c[i]))
             nbytes.append(0)
             if a.collective_name is not None or n == "record_param_comms":
@@ -283,7 +316,8 @@ def _extract_columns(events: list[Any], include_python: bool) -> RankEvents:
                 kept_args[j] = a
     norm = {w: _place(*w) for w in set(where)}  # TypeError (unhashable id) -> tolerant path
     where = [norm[w] for w in where]
-    return _finish(out, kcls, ts, dur, clean, where, ext, [cat_c[i] for i in idx], nbytes, kept_args, comm_args)
+    return _finish(out, kcls, ts, dur, clean, where, ext, [cat_c[i] for i in idx], nbytes, corr, stream, kept_args,
+                   comm_args)
 
 
 def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
@@ -298,6 +332,8 @@ def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
     ext_l: list[Any] = []
     cat_l: list[str] = []
     bytes_l: list[int] = []
+    corr_l: list[int] = []
+    stream_l: list[int] = []
     kept_args: dict[int, Any] = {}
     comm_args: dict[str, Any] = {}
     skipped = 0
@@ -333,7 +369,10 @@ def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
             args = {}
         name = names.get(ev.get("name"))
         j = len(cls_l)
-        if c == CPU_OP:
+        if c == LAUNCH or c == ANNOTATION:
+            where = _place(ev.get("pid"), ev.get("tid"))
+            bytes_l.append(0)
+        elif c == CPU_OP:
             where = _place(ev.get("pid"), ev.get("tid"))
             if name == "record_param_comms" or "Collective name" in args:
                 kept_args[j] = args
@@ -353,8 +392,11 @@ def _extract_dicts(events: list[Any], include_python: bool) -> RankEvents:
         where_l.append(where)
         ext_l.append(args.get("External id"))
         cat_l.append(cat)
+        corr_l.append(hta_correlation(args.get("correlation")))
+        stream_l.append(hta_stream(args.get("stream")))
     out.skipped = skipped
-    return _finish(out, cls_l, ts_l, dur_l, name_l, where_l, ext_l, cat_l, bytes_l, kept_args, comm_args)
+    return _finish(out, cls_l, ts_l, dur_l, name_l, where_l, ext_l, cat_l, bytes_l, corr_l, stream_l, kept_args,
+                   comm_args)
 
 
 def _memory_sample(out: RankEvents, ts: Any, device_type: Any, device: Any, total: Any) -> None:

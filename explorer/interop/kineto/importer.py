@@ -220,7 +220,9 @@ def _import(paths: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str]
         "workload": {"name": files[0].header.get("traceName") if isinstance(files[0].header.get("traceName"), str) else "pytorch-profile",
                      "kind": "profile", "ranks": sorted(ranks), "world_size": world if isinstance(world, int) else None},
         "simulator": {"name": "pytorch-profiler", "is_simulation": False},
-        "capture": {"include_python": include_python, "files": [str(f.path) for f in files], "t0_us": t0},
+        "capture": {"include_python": include_python, "files": [str(f.path) for f in files], "t0_us": t0,
+                    # HTA drops the last profiler step when the trace names two or more (kineto.hta)
+                    "hta_excluded": b.hta_excluded(len(frozenset().union(*(e.step_names for e in extracted))) >= 2)},
         "import": {"skipped_events": sum(e.skipped for e in extracted),
                    "repairs": {str(f.path): f.repaired for f in files if f.repaired}},
     }

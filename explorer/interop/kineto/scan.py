@@ -24,14 +24,18 @@ import numpy as np
 
 from explorer.interop.kineto import json_bytes as J
 from explorer.interop.kineto.json_bytes import HAVE_NUMBA, njit
-from explorer.interop.kineto.events import CPU_OP_CATS, GPU_COPY_CATS, GPU_KERNEL_CATS, MEMORY_CAT
+from explorer.interop.kineto.events import (ANNOTATION_CAT, CPU_OP_CATS, GPU_COPY_CATS, GPU_KERNEL_CATS, LAUNCH_CATS,
+                                           MEMORY_CAT)
 
 # Written out, not derived: numba bakes these tables into its on-disk cache, which it renews
 # only when this file changes, so a category added in events.py must change this line too
 # (the check below fails loudly until it does).
 CATEGORIES = ["Kernel", "cuda_sync", "kernel", "mtia_ccp_events", "Memcpy", "Memset", "gpu_memcpy", "gpu_memset",
-              "Operator", "cpu_op", "python_function", "user_annotation", "cpu_instant_event"]
-if CATEGORIES != [*sorted(GPU_KERNEL_CATS), *sorted(GPU_COPY_CATS), *sorted(CPU_OP_CATS), MEMORY_CAT]:
+              "Operator", "cpu_op", "python_function", "user_annotation", "cpu_instant_event", "cuda_driver",
+              "cuda_runtime", "mtia_runtime", "privateuse1_driver", "privateuse1_runtime", "xpu_runtime",
+              "gpu_user_annotation"]
+if CATEGORIES != [*sorted(GPU_KERNEL_CATS), *sorted(GPU_COPY_CATS), *sorted(CPU_OP_CATS), MEMORY_CAT,
+                  *sorted(LAUNCH_CATS), ANNOTATION_CAT]:
     raise ImportError("kineto.scan.CATEGORIES differs from the categories in kineto.events; update both")
 
 # -- per-event integer columns ---------------------------------------------------------
@@ -43,17 +47,19 @@ TID_K, TID_V, TID_E = 7, 8, 9
 ARGS_S, ARGS_E = 10, 11     # span of the args object, -1 absent
 EXT_K, EXT_V = 12, 13       # args "External id": kind 0 absent/null, 1 int
 DEV_K, DEV_V = 14, 15       # args "device"
-STR_K, STR_V = 16, 17       # args "stream"
+STR_K, STR_V = 16, 17       # args "stream": kind 0 absent/null, 1 int (V), 2 string (V..STR_E contents)
 BYT_K, BYT_V = 18, 19       # args "bytes"
 COLL = 20                   # 1 when args has a non-null "Collective name"
 SLOW_TS, SLOW_DUR = 21, 22  # where a ts/dur the fast path could not give exactly starts, else -1
 COLL_S, COLL_E = 23, 24     # span of the "Collective name" string's contents, -1 if not a string
-N_INT = 25
+COR_K, COR_V = 25, 26       # args "correlation": kind 0 absent/null, 1 int
+STR_E = 27
+N_INT = 28
 TS, DUR = 0, 1              # float columns; NaN when absent or null
 HEADER_KEYS = ("distributedInfo", "deviceProperties", "traceName", "schemaVersion", "baseTimeNanoseconds")
 OK, REFUSED = 0, -1
 _DEFAULTS = np.full(N_INT, -1, dtype=np.int64)
-_DEFAULTS[[PID_K, TID_K, EXT_K, DEV_K, STR_K, BYT_K, COLL]] = 0
+_DEFAULTS[[PID_K, TID_K, EXT_K, DEV_K, STR_K, BYT_K, COLL, COR_K]] = 0
 
 
 def _table(words: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -67,6 +73,7 @@ def _table(words: list[str]) -> tuple[np.ndarray, np.ndarray]:
 _CAT_TABLE, _CAT_LENS = _table(CATEGORIES)
 K_DUR, K_CAT, K_PID, K_TID, K_NAME, K_ARGS = (J.constant(k) for k in ("dur", "cat", "pid", "tid", "name", "args"))
 K_EXT, K_DEVICE, K_STREAM, K_BYTES, K_COLL = (J.constant(k) for k in ("External id", "device", "stream", "bytes", "Collective name"))
+K_CORR = J.constant("correlation")
 K_EVENTS = J.constant("traceEvents")
 K_H0, K_H1, K_H2, K_H3, K_H4 = (J.constant(k) for k in HEADER_KEYS)
 
@@ -118,7 +125,17 @@ def _args(buf, i, n, ints, r):
             col = STR_K
         elif first == 98 and J.equals(buf, ks, ke, K_BYTES):
             col = BYT_K
-        if col >= 0:
+        elif first == 99 and J.equals(buf, ks, ke, K_CORR):
+            col = COR_K
+        if col == STR_K and buf[j] == 34:  # a string stream (ROCm launches write a pointer)
+            e, _esc = J.string_end(buf, j, n)
+            if e < 0:
+                return -1
+            ints[r, STR_K] = 2
+            ints[r, STR_V] = j + 1
+            ints[r, STR_E] = e - 1
+            j = e
+        elif col >= 0:
             j, kind, value = J.integer(buf, j, n)
             ints[r, col] = kind
             ints[r, col + 1] = value

@@ -38,6 +38,7 @@ from explorer.interop.kineto.events import (
     is_comm_kernel,
     split,
 )
+from explorer.interop.kineto.hta import hta_stream
 from explorer.interop.kineto.schema import Args
 
 CATEGORIES = S.CATEGORIES
@@ -127,6 +128,18 @@ def _factor(is_str: np.ndarray, val: np.ndarray, text: list[str]) -> tuple[np.nd
     return code, [int(v) for v in ints.tolist()] + [text[v] for v in strs.tolist()]
 
 
+def _hta_streams(buf: np.ndarray, data: bytes, rows: np.ndarray) -> np.ndarray:
+    """Each row's `args.stream` as HTA reads it (kineto.hta.hta_stream): the integer, a string
+    converted by int() (each distinct string once), -1 when absent."""
+    kind = rows[:, S.STR_K]
+    out = np.where(kind == 1, rows[:, S.STR_V], -1)
+    text = np.flatnonzero(kind == 2)
+    if len(text):
+        inv, values = _distinct(buf, data, rows[text, S.STR_V], rows[text, S.STR_E])
+        out[text] = np.array([hta_stream(v) for v in values], dtype=np.int64)[inv]
+    return out
+
+
 def _rank_events(data: bytes, ints: np.ndarray, floats: np.ndarray, total: int, include_python: bool) -> RankEvents:
     out = RankEvents(total=total)
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -172,17 +185,18 @@ def _rank_events(data: bytes, ints: np.ndarray, floats: np.ndarray, total: int, 
         name[~has_name] = vocab.setdefault(cleaner.get(None), len(vocab))
     out.names = list(vocab)
 
-    # places: (device, stream) for GPU rows (pid/tid when args lack them), (pid, tid) for CPU ops
-    gpu = kcls != CPU_OP
+    # places: (device, stream) for GPU rows (pid/tid when args lack them), (pid, tid) for the others
+    gpu = (kcls == KERNEL) | (kcls == COPY)
     dev = gpu & (rows[:, S.DEV_K] == 1)
-    stream = gpu & (rows[:, S.STR_K] == 1)
+    stream = gpu & ((rows[:, S.STR_K] == 1) | (rows[:, S.STR_K] == 2))
     ka = np.where(dev, 1, rows[:, S.PID_K])
     va = np.where(dev, rows[:, S.DEV_V], rows[:, S.PID_V])
-    kb = np.where(stream, 1, rows[:, S.TID_K])
+    kb = np.where(stream, rows[:, S.STR_K], rows[:, S.TID_K])
     vb = np.where(stream, rows[:, S.STR_V], rows[:, S.TID_V])
+    eb = np.where(stream, rows[:, S.STR_E], rows[:, S.TID_E])
     strings: dict[str, int] = {}
     a_str, a_val = _id_component(buf, data, ka, va, rows[:, S.PID_E], strings)
-    b_str, b_val = _id_component(buf, data, kb, vb, rows[:, S.TID_E], strings)
+    b_str, b_val = _id_component(buf, data, kb, vb, eb, strings)
     text = list(strings)
     a_code, a_values = _factor(a_str, a_val, text)
     b_code, b_values = _factor(b_str, b_val, text)
@@ -197,6 +211,8 @@ def _rank_events(data: bytes, ints: np.ndarray, floats: np.ndarray, total: int, 
         ext[has_ext] = ext_codes
         out.n_ext = len(ext_values)
     nbytes = np.where((kcls == COPY) & (rows[:, S.BYT_K] == 1), rows[:, S.BYT_V], 0)
+    corr = np.where(rows[:, S.COR_K] == 1, rows[:, S.COR_V], -1)
+    hstream = _hta_streams(buf, data, rows)
     out.cats = list(CATEGORIES)
 
     # args where they matter: NCCL kernels (all of them), collective CPU ops (the collective's
@@ -223,5 +239,5 @@ def _rank_events(data: bytes, ints: np.ndarray, floats: np.ndarray, total: int, 
         else:
             kept[j] = {}
     split(out, kcls, {"ts": ts, "dur": dur, "name": name, "place": place.reshape(-1).astype(np.int64), "ext": ext,
-                      "cat": cat[idx] - 1, "nbytes": nbytes}, kept)
+                      "cat": cat[idx] - 1, "nbytes": nbytes, "corr": corr, "stream": hstream}, kept)
     return out

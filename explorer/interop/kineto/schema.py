@@ -21,6 +21,7 @@ class Args(msgspec.Struct, omit_defaults=True, gc=False):
     external_id: Any = msgspec.field(default=None, name="External id")
     device: Any = None
     stream: Any = None
+    correlation: Any = None  # links a device event to its runtime launch (HTA's selection, kineto.hta)
     bytes: Any = None
     collective_name: Any = msgspec.field(default=None, name="Collective name")
     in_nelems: Any = msgspec.field(default=None, name="In msg nelems")

@@ -62,6 +62,24 @@ def hta_kernel_class(name: str) -> str:
     return "other" if HTA_NOT_COMPUTE.match(name) or re.match(r"(^Memcpy)|(^Memset)|(^dma)", name) else "compute"
 
 
+def in_ranges(ids: np.ndarray, ranges: object) -> np.ndarray:
+    """Per id, whether it lies in one of `ranges` ([start, end) pairs: the rows an import
+    marks as left out of HTA's analysis, `meta.capture.hta_excluded`); a malformed value
+    (a hand-edited trace) excludes nothing."""
+    out = np.zeros(len(ids), dtype=bool)
+    if not isinstance(ranges, list):
+        return out
+    good = sorted(r for r in ranges if isinstance(r, list) and len(r) == 2 and all(type(v) is int for v in r) and r[0] < r[1])
+    if not good:
+        return out
+    lo = np.array([r[0] for r in good], dtype=np.int64)
+    hi = np.maximum.accumulate(np.array([r[1] for r in good], dtype=np.int64))  # overlapping runs: the furthest end
+    k = np.searchsorted(lo, ids, side="right") - 1
+    inside = k >= 0
+    out[inside] = ids[inside] < hi[k[inside]]
+    return out
+
+
 @dataclass(frozen=True)
 class RankTime:
     """One rank's temporal breakdown; times in ns, shares in % of the window."""
@@ -133,11 +151,16 @@ class _Activity:
             out[inside] = track_chip[track[inside]]
             return out
 
+        kineto = trace.meta.get("source") == "kineto"
+        capture = trace.meta.get("capture")
+        skipped = (capture.get("hta_excluded") if isinstance(capture, dict) else None) if kineto else None
+        skipped = skipped if isinstance(skipped, dict) else {}
         k = trace.kernels
         if k.num_rows:
             start, end = num(k, "start_ns"), num(k, "start_ns") + num(k, "dur_ns")
             chip = num(k, "chip").astype(np.int64)
-            if trace.meta.get("source") == "kineto":  # HTA's definitions, by name only
+            if kineto:  # HTA's definitions, by name only, over the events HTA analyses
+                chip = np.where(in_ranges(num(k, "kernel_id"), skipped.get("kernels")), -1, chip)
                 comm = _codes_matching(k.column("name"), lambda s: hta_kernel_class(s or "") == "comm")
                 comp = _codes_matching(k.column("name"), lambda s: hta_kernel_class(s or "") == "compute")
                 other = ~comm & ~comp
@@ -154,7 +177,10 @@ class _Activity:
         d = trace.dma
         if d.num_rows:
             s = num(d, "start_ns")
-            self.parts["memory"] = (chip_of(num(d, "track_id")), s, s + num(d, "dur_ns"))
+            chip = chip_of(num(d, "track_id"))
+            if kineto:
+                chip = np.where(in_ranges(num(d, "id"), skipped.get("dma")), -1, chip)
+            self.parts["memory"] = (chip, s, s + num(d, "dur_ns"))
         if not k.num_rows:  # a trace with instructions only: engine instructions are the compute
             i = trace.instructions
             if i.num_rows:
