@@ -1,4 +1,5 @@
-"""A corpus of malformed Neuron Explorer profiles: each imports or fails in one sentence, leaving nothing behind."""
+"""A corpus of malformed Neuron Explorer profiles: each imports or fails in one sentence, leaving nothing
+behind - through the Python API and through `trnx import` (exit 0, or exit 2 with one line on stderr)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from explorer.cli.main import main
 from interop.neuron_profiles import write_profile
 from robustness.contract import import_profile_or_one_sentence
 
@@ -25,6 +27,20 @@ def _set(name: str, values: Callable[[pa.Table], pa.Array]) -> Callable[[pa.Tabl
         i = t.schema.get_field_index(name)
         return t.set_column(i, name, values(t)) if i >= 0 else t.append_column(name, values(t))
     return fn
+
+
+def _null_first(name: str) -> Callable[[pa.Table], pa.Array]:
+    def values(t: pa.Table) -> pa.Array:
+        v = t.column(name).to_pylist()
+        v[0] = None
+        return pa.array(v, t.column(name).type)
+    return values
+
+
+def _empty_all(d: Path) -> None:
+    for f in d.glob("*.parquet"):
+        if f.name != "Metadata.parquet":
+            pq.write_table(pq.read_table(f).slice(0, 0), f)
 
 
 def _bytes(table: str, data: Callable[[bytes], bytes]) -> Callable[[Path], None]:
@@ -66,6 +82,23 @@ CORPUS: dict[str, tuple[Callable[[Path], None], bool]] = {
     "directory-named-like-a-table": (lambda d: ((d / "Flow.parquet").unlink(), (d / "Flow.parquet").mkdir()), False),
     "summary-no-rows": (_edit("Summary", lambda t: t.slice(0, 0)), True),
     "summary-strings": (_edit("Summary", _set("total_time", lambda t: pa.array(["slow"]))), False),
+    "another-table-in-the-file": (lambda d: (d / "Instruction.parquet").write_bytes((d / "DmaPacket.parquet").read_bytes()), False),
+    "required-field-null": (_edit("Instruction", _set("start_ts", _null_first("start_ts"))), False),
+    "negative-duration": (_edit("Instruction", _set("duration_ns", lambda t: pa.array(np.full(t.num_rows, -5), pa.int64()))), False),
+    "negative-transfer-bytes": (_edit("DmaPacketAggregated", _set("transfer_bytes", lambda t: pa.array(np.full(t.num_rows, -1), pa.int64()))), False),
+    "string-as-list": (_edit("Instruction", _set("engine", lambda t: pa.array([["pe"]] * t.num_rows))), False),
+    "string-as-binary": (_edit("Instruction", _set("opcode", lambda t: pa.array([b"\xff\xfe"] * t.num_rows, pa.binary()))), False),
+    "integer-as-string": (_edit("Instruction", _set("pcore_idx", lambda t: pa.array(["0"] * t.num_rows))), False),
+    "no-columns": (lambda d: pq.write_table(pa.table({}), d / "Flow.parquet"), False),
+    "no-metadata-file": (lambda d: (d / "Metadata.parquet").unlink(), False),
+    "version-newer-major": (_edit("Metadata", _set("profile_schema_version", lambda t: pa.array(["8.0.0"]))), False),
+    "metadata-two-rows": (_edit("Metadata", lambda t: pa.concat_tables([t, t])), True),
+    "timestamps-uint64": (_edit("Instruction", _set("start_ts", lambda t: t.column("start_ts").cast(pa.uint64()))), True),
+    "every-table-empty": (_empty_all, True),
+    "names-empty": (_edit("Instruction", _set("opcode", lambda t: pa.array([""] * t.num_rows))), True),
+    "counter-nan-and-inf": (_edit("HbmUsage", _set("current_throughput", lambda t: pa.array(
+        np.where(np.arange(t.num_rows) % 2 == 0, np.nan, np.inf)))), True),
+    "megabyte-name": (_edit("Instruction", _set("hlo_name", lambda t: pa.array(["x" * (1 << 20)] + [None] * (t.num_rows - 1), pa.string()))), True),
 }
 
 
@@ -75,3 +108,30 @@ def test_neuron_profile_corpus(tmp_path: Path, name: str) -> None:
     d = write_profile(tmp_path / "p", layers=1, hlos=2)
     damage(d)
     assert import_profile_or_one_sentence([d], tmp_path / "out.trnx") is valid
+
+
+def test_the_corpus_is_big_enough() -> None:
+    assert len(CORPUS) >= 45
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_neuron_profile_corpus_through_trnx_import(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`trnx import DIR` in-process through its real entry point: exit 0 with a trace, or exit 2
+    with one `trnx: error:` line and nothing written - never a traceback."""
+    damage, valid = CORPUS[name]
+    d = write_profile(tmp_path / "p", layers=1, hlos=2)
+    damage(d)
+    out = tmp_path / "out.trnx"
+    capsys.readouterr()
+    try:
+        main(["import", str(d), "-o", str(out)])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if valid:
+        assert code == 0 and out.exists(), err
+    else:
+        assert code == 2 and err.startswith("trnx: error: ") and len(err.strip().splitlines()) == 1, err
+        assert not out.exists()

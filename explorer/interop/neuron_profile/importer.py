@@ -356,8 +356,12 @@ class _Builder:
             src, src_v, dst, dst_v = np.zeros(n, np.int64), [""], np.zeros(n, np.int64), [""]
             parts = np.zeros(n, np.int64)
         self.end = max(self.end, int((start + dur).max()))
+        nbytes = ints(t, "transfer_bytes")
+        bad = np.flatnonzero(nbytes < 0)
+        if len(bad):
+            raise UserError(f"{p.path}/{name}.parquet has a negative transfer_bytes at row {int(bad[0])}.")
         self.parts["dma"].append({
-            "id": new_id, "track_id": tids[inv], "start_ns": start, "dur_ns": dur, "bytes": ints(t, "transfer_bytes"),
+            "id": new_id, "track_id": tids[inv], "start_ns": start, "dur_ns": dur, "bytes": nbytes,
             "partitions": parts.astype(np.int32), "src": (src, src_v), "dst": (dst, dst_v),
             "kernel_id": ints(t, "trnx_kernel_id", -1)})
 
@@ -427,7 +431,7 @@ class _Builder:
             t = p.table(table)
             if t is None or not t.num_rows or not p.has(table, col):
                 continue
-            keep = np.flatnonzero(~np.isnan(floats(t, col)))
+            keep = np.flatnonzero(np.isfinite(floats(t, col)))  # NaN or infinite samples say nothing: left out
             core = np.where(ints(t, "pcore_idx", -1) < 0, -1, ints(t, "pcore_idx", -1))[keep]
             if len(core) and core.max() >= MAX_CORES:
                 raise UserError(f"{p.path}/{table}.parquet has pcore_idx {int(core.max())}, outside 0..{MAX_CORES - 1}.")
