@@ -8,36 +8,61 @@ runs on the tools' worker (`background.run_tool`), never on the GUI thread.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QMainWindow, QMessageBox
 
+from explorer.model.timeline.trace_index import EventRef
+from explorer.ui.canvas_layers import OverlayLayer
 from explorer.ui.tools.query_console import QtQueryConsole
 from explorer.ui.tools.query_track_view import QtQueryTracks
+from explorer.ui.tools.search_hits_layer import SearchHitsLayer
+from explorer.ui.tools.stats_view import QtStatistics
 
 
 class Tools:
-    """The query console and the pinned query tracks of one window."""
+    """The query console, pinned query tracks, search-hit outlines and statistics of one window."""
 
     def __init__(self, window: QMainWindow) -> None:
         self.window = window
         self.console = QtQueryConsole(getattr(window.recent, "store", None))
         window.add_panel("Query", self.console, Qt.BottomDockWidgetArea)
+        self.statistics = QtStatistics()
+        window.add_panel("Statistics", self.statistics, Qt.BottomDockWidgetArea)
         timeline = window.timeline
         self.query_tracks = QtQueryTracks(window.view, timeline.canvas, timeline)
         timeline.layout().insertWidget(1, self.query_tracks)  # under the ruler, above the rows
+        self.hits_layer = SearchHitsLayer(lambda: window.search.hits)
+        layers = timeline.canvas.layers
+        at = next((i for i, layer in enumerate(layers) if isinstance(layer, OverlayLayer)), len(layers))
+        layers.insert(at, self.hits_layer)  # over the rows, under the selection and hover
+        window.search.hits_changed.connect(lambda _hits: timeline.canvas.update())
+        self.slash = QShortcut(QKeySequence("/"), window, self.focus_search)
+        self.slash.setObjectName("shortcut-search")
+
         window.trace_loaded.connect(self._trace_shown)
         window.trace_closed.connect(self._trace_closed)
+        window.view.area_changed.connect(self.statistics.show_area)
         self.console.pin_requested.connect(self.query_tracks.pin)
         self.console.event_requested.connect(self._go_to_id)
         self.console.range_requested.connect(lambda t0, t1: window.zoom_to(t0, t1))
         self.query_tracks.zoom_requested.connect(lambda t0, t1: window.zoom_to(t0, t1))
+        self.statistics.select_query.connect(window.search.run)
+        self.statistics.slowest.connect(self._go_to_slowest)
+
+    def focus_search(self) -> None:
+        """"/": type a search (as in Perfetto and vim)."""
+        self.window.search.edit.setFocus(Qt.ShortcutFocusReason)
+        self.window.search.edit.selectAll()
 
     def _trace_shown(self, loaded) -> None:
         self.console.set_trace(loaded.index.trace)
+        self.statistics.set_trace(loaded.index.trace)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
     def _trace_closed(self) -> None:
         self.console.set_trace(None)
+        self.statistics.set_trace(None)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
@@ -48,6 +73,20 @@ class Tools:
             self._error("Cannot go there", f"no instruction or DMA transfer has id {event_id}.")
             return
         self.window.highlight(ref)
+
+    def _go_to_slowest(self, table: str, ident: int, start: float, dur: float) -> None:
+        index = self.window.view.index
+        if index is None:
+            return
+        if table in ("instructions", "dma"):
+            self._go_to_id(ident)
+        elif table == "kernels":
+            rows = (index.tables["kernels"].column("kernel_id") == ident).nonzero()[0]
+            if len(rows):
+                self.window.highlight(EventRef("kernels", int(rows[0])))
+        else:  # an op: not a row of its own on the timeline; show its span
+            pad = max(dur * 0.1, 50.0)
+            self.window.zoom_to(start - pad, start + dur + pad)
 
     def _error(self, title: str, message: str) -> None:
         if getattr(self.window, "show_error_dialogs", True):
