@@ -53,9 +53,13 @@ def open_window(path: str | os.PathLike[str] | None = None, *, show: bool = True
     return window
 
 
-def run(path: str | os.PathLike[str] | None = None) -> int:
-    """Open a window and run the event loop until it closes."""
+def run(path: str | os.PathLike[str] | None = None, goto: str | None = None) -> int:
+    """Open a window and run the event loop until it closes; `goto`: a deep link to show once loaded."""
     app = ensure_app()
-    window = open_window(path)
+    window = open_window(None)
+    if goto is not None:
+        window.tools.go_when_loaded(goto)
+    if path is not None:
+        window.open_path(Path(path))
     window.raise_()
     return app.exec()

@@ -16,7 +16,7 @@ import time
 from simcore.errors import UserError
 
 
-def smoke_test(path: str | None, timings: bool = False) -> dict[str, float]:
+def smoke_test(path: str | None, timings: bool = False, goto: str | None = None) -> dict[str, float]:
     """The window's figures: `frame_ms` (the first frame's paint), and with `timings` the
     seconds above; raises UserError when the trace cannot be opened (no dialog is shown: the
     error becomes the CLI's one-line message instead)."""
@@ -49,6 +49,13 @@ def smoke_test(path: str | None, timings: bool = False) -> dict[str, float]:
             window.close()
             raise UserError(f"{path} did not finish loading.")
         out["open_s"] = time.perf_counter() - t0
+        if goto is not None:  # a link the trace does not have is the CLI's one sentence, exit 2
+            try:
+                window.tools.go_to_link(goto)
+            except UserError:
+                window.close()
+                raise
+            out["view_t0_ns"], out["view_t1_ns"] = window.view.viewport.t0, window.view.viewport.t1
     out["frame_ms"] = window.timeline.render_frame()
     out["first_frame_s"] = time.perf_counter() - t0
     if timings and path is not None:

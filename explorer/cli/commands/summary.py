@@ -16,6 +16,7 @@ import click
 
 from explorer.cli.scope_options import pop_scope, scope_options
 from explorer.model.analysis.metrics import GROUPS, METRICS, format_metric
+from explorer.model.deep_link import link_text
 from explorer.model.scope import Scope
 from explorer.model.units import format_bytes, format_ns
 
@@ -71,14 +72,15 @@ def print_report(r: dict[str, Any]) -> None:
     if "recommendations" in r:
         recs = r["recommendations"]
         click.echo(f"\nrecommendations ({len(recs)})" if recs else "\nrecommendations: none fired")
+        if recs:
+            click.echo("  (open a link with: trnx view TRACE --goto LINK)")
         for i, rec in enumerate(recs, 1):
             click.echo(f"  {i}. {rec['title']} [{rec['rule']}, {format_ns(rec['impact_ns'])}, "
                        f"{rec['impact_percent']:.1f}%]")
             click.echo(f"     {rec['advice']}")
-            for link in rec["links"]:
-                where = f"{link['node']} " if link["node"] else ""
-                click.echo(f"     -> {where}tracks {','.join(map(str, link['track_ids']))} "
-                           f"{link['t0']}..{link['t1']} ns: {link['label']}")
+            for link in rec["links"]:  # the text after -> is what `trnx view TRACE --goto` takes
+                click.echo(f"     -> {link_text(link['node'], link['t0'], link['t1'])}  tracks "
+                           f"{','.join(map(str, link['track_ids']))} {link['t0']}..{link['t1']} ns: {link['label']}")
 
 
 def print_profile_summary(rows: list[dict[str, Any]]) -> None:

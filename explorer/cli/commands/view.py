@@ -39,10 +39,17 @@ def check_display(environ: dict[str, str] | None = None, platform: str | None = 
 TIMINGS = ("open_s", "first_frame_s", "analyses_s", "peak_rss_mb")
 
 
-def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", timings: bool = False) -> int:
+def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", timings: bool = False,
+                  goto: str | None = None) -> int:
     """What `trnx view` and `python -m explorer` (the packaged app) do; returns the exit code."""
     if timings and not (smoke_test and trace is not None):
         raise UserError("--timings measures a --smoke-test of a trace: give both, and the trace.")
+    if goto is not None:
+        if trace is None:
+            raise UserError("--goto points into a trace: give the trace too.")
+        from explorer.model.deep_link import parse
+
+        parse(goto)  # bad grammar: one sentence before any window opens
     if trace is not None and not Path(trace).exists():
         raise UserError(f"{trace} does not exist.")
     check_display()
@@ -53,15 +60,17 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
     if smoke_test:
         from explorer.ui.smoke import smoke_test as run_smoke_test
 
-        figures = run_smoke_test(trace, timings=timings)
+        figures = run_smoke_test(trace, timings=timings, goto=goto)
         if timings:  # one JSON line, for scripts and benches
             click.echo(json.dumps({k: round(figures[k], 3) for k in TIMINGS}))
         else:
             click.echo(f"{prog}: window built, first frame rendered in {figures['frame_ms']:.1f} ms")
+        if goto is not None:
+            click.echo(f"{prog}: at {goto}, showing {figures['view_t0_ns']:.0f}..{figures['view_t1_ns']:.0f} ns")
         return 0
     from explorer.ui import run
 
-    return run(trace)
+    return run(trace, goto=goto)
 
 
 @click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory, or a Neuron Explorer profile directory) if given.
@@ -71,13 +80,18 @@ Examples:
   trnx view run.trnx
   trnx view                                   # File > Open or File > New capture from the window
   QT_QPA_PLATFORM=offscreen trnx view sample_traces/gemm-4096-bf16.trnx --smoke-test
-  QT_QPA_PLATFORM=offscreen trnx view big.trnx --smoke-test --timings   # {"open_s": ..., "first_frame_s": ...}""")
+  QT_QPA_PLATFORM=offscreen trnx view big.trnx --smoke-test --timings   # {"open_s": ..., "first_frame_s": ...}
+  trnx view run.trnx --goto kernel:2377                 # the links trnx summary prints; View > Copy link makes them
+  trnx view run.trnx --goto t=1.2ms:1.5ms""")
 @click.argument("trace", required=False, type=click.Path())
 @click.option("--smoke-test", is_flag=True, help="Build the window, render one frame and exit (packaging check).")
 @click.option("--timings", is_flag=True,
               help="With --smoke-test: wait for the analysis panels, then print one JSON line {open_s, first_frame_s, "
                    "analyses_s, peak_rss_mb}: seconds from the start of opening the trace, and the peak memory in MiB.")
-def view(trace: str | None, smoke_test: bool, timings: bool) -> None:
-    code = open_explorer(trace, smoke_test, timings=timings)
+@click.option("--goto", metavar="LINK",
+              help="Open at LINK: kernel:ID, instruction:ID, dma:ID, collective:ID, op:ID or op:NAME, t=TIME or "
+                   "t=START:END (trace ns, with ns/us/ms/s): the links trnx summary prints and View > Copy link copies.")
+def view(trace: str | None, smoke_test: bool, timings: bool, goto: str | None) -> None:
+    code = open_explorer(trace, smoke_test, timings=timings, goto=goto)
     if code:
         sys.exit(code)

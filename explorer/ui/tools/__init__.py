@@ -8,8 +8,11 @@ runs on the tools' worker (`background.run_tool`), never on the GUI thread.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QMainWindow, QMessageBox
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox
+
+from explorer.model import deep_link
+from simcore.errors import UserError
 
 from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import OverlayLayer
@@ -38,6 +41,16 @@ class Tools:
         window.search.hits_changed.connect(lambda _hits: timeline.canvas.update())
         self.slash = QShortcut(QKeySequence("/"), window, self.focus_search)
         self.slash.setObjectName("shortcut-search")
+        self.copy_link_action = QAction("Copy &link", window)
+        self.copy_link_action.setObjectName("action-copy-link")
+        self.copy_link_action.setShortcut(QKeySequence("Ctrl+Shift+C"))
+        self.copy_link_action.setToolTip("Copy a command that opens this trace here: the selected event, else the visible range")
+        self.copy_link_action.triggered.connect(self.copy_link)
+        window.addAction(self.copy_link_action)
+        if hasattr(window, "view_menu"):
+            window.view_menu.addSeparator()
+            window.view_menu.addAction(self.copy_link_action)
+        self._goto: str | None = None
 
         window.trace_loaded.connect(self._trace_shown)
         window.trace_closed.connect(self._trace_closed)
@@ -54,7 +67,51 @@ class Tools:
         self.window.search.edit.setFocus(Qt.ShortcutFocusReason)
         self.window.search.edit.selectAll()
 
+    # -- deep links ----------------------------------------------------------------------
+    def link(self) -> str | None:
+        """The link of what the window shows: the selected event, else the visible range."""
+        view = self.window.view
+        if view.index is None:
+            return None
+        if view.selected is not None:
+            return deep_link.link_for_event(view.index, view.selected)
+        return deep_link.link_for_range(view.viewport.t0, view.viewport.t1)
+
+    def copy_link(self) -> str | None:
+        """Put `trnx view TRACE --goto LINK` for the current place on the clipboard."""
+        link, loaded = self.link(), self.window.loaded
+        if link is None or loaded is None:
+            return None
+        text = f"trnx view {loaded.path} --goto {link}"
+        QApplication.clipboard().setText(text)
+        self.window.statusBar().showMessage(f"copied: {text}", 5000)
+        return text
+
+    def go_to_link(self, text: str) -> deep_link.Target:
+        """Show where `text` (the --goto grammar) points; raises UserError when the trace has no such place."""
+        view = self.window.view
+        if view.index is None:
+            raise UserError("open a trace first: a link points into a trace.")
+        target = deep_link.resolve(view.index, text)
+        self.window.zoom_to(target.t0, target.t1, target.track_id)
+        view.set_area(None)
+        view.select(target.ref)
+        if target.node is not None:
+            view.set_node(target.node)
+        return target
+
+    def go_when_loaded(self, text: str) -> None:
+        """Follow `text` once the trace being opened is shown (`trnx view TRACE --goto LINK`)."""
+        deep_link.parse(text)  # bad grammar is refused now, not after the load
+        self._goto = text
+
     def _trace_shown(self, loaded) -> None:
+        if self._goto is not None:
+            text, self._goto = self._goto, None
+            try:
+                self.go_to_link(text)
+            except UserError as exc:
+                self._error("Cannot follow the link", str(exc))
         self.console.set_trace(loaded.index.trace)
         self.statistics.set_trace(loaded.index.trace)
         for t in list(self.query_tracks.tracks):

@@ -1,0 +1,62 @@
+"""Deep links: the --goto grammar, where each link points, and links made from a place."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.model import deep_link as dl
+from explorer.model.timeline.trace_index import EventRef, TraceIndex
+from model.timeline_traces import DMA_ID0, write_timeline_trace
+from simcore.errors import UserError
+from simcore.trace import open_trace
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    return TraceIndex.build(open_trace(write_timeline_trace(tmp_path_factory.mktemp("dl") / "t.trnx")))
+
+
+@pytest.mark.parametrize("link, span, event, node", [
+    ("kernel:1", (50_000, 100_000), "softmax", "kernel:1"),
+    ("instruction:50", (50_000, 50_800), "Transpose", "instruction:50"),
+    (f"dma:{DMA_ID0 + 3}", (30_000, 31_000), "DMA hbm\u2192sbuf", f"dma:{DMA_ID0 + 3}"),
+    ("collective:1", (60_000, 72_000), "all_reduce", None),
+    ("op:attention.softmax", (50_000, 100_000), None, "op:4"),
+    ("op:2", (0, 50_000), None, "op:2"),
+    ("t=20us:30us", (20_000, 30_000), None, None),
+])
+def test_links_resolve_to_their_place(index, link, span, event, node):
+    t = dl.resolve(index, link)
+    assert t.t0 <= span[0] and span[1] <= t.t1 and (t.t1 - t.t0) < 2 * (span[1] - span[0]) + 2000
+    assert (index.event_name(t.ref) if t.ref else None) == event
+    if event and node:
+        assert t.node == node and dl.link_for_event(index, t.ref) == link
+
+
+@pytest.mark.parametrize("link, says", [
+    ("kernel:9", "no kernel with id 9"),
+    ("instruction:10003", "no instruction with id 10003"),  # that id is a DMA transfer
+    ("op:nope", "no op named or numbered 'nope'"),
+    ("kernel:x", "takes a number"),
+    ("frame:3", "is not a link"),
+    ("t=soon", "is not a link"),
+    ("t=2ms:1ms", "ends before it starts"),
+])
+def test_bad_links_are_one_sentence(index, link, says):
+    with pytest.raises(UserError, match=says):
+        dl.resolve(index, link)
+
+
+@pytest.mark.parametrize("ns", [0, 7, 1000, 1_200_000, 1_234_567, 2_000_000_000, 999_999])
+def test_times_round_trip_exactly(ns):
+    text = dl.format_time(ns)
+    assert dl.parse(f"t={text}").t0 == ns
+    assert dl.format_time(1_200_000) == "1.2ms"
+
+
+def test_range_and_summary_links_use_the_grammar(index):
+    assert dl.link_for_range(1_200_000, 1_500_000) == "t=1.2ms:1.5ms"
+    assert dl.link_text("kernel:100", 0, 2200) == "kernel:100"
+    assert dl.link_text("", 0, 2200) == "t=0ns:2.2us"
+    assert dl.resolve(index, dl.link_text("", 0, 2200)).t1 == 2200
+    assert dl.link_for_event(index, EventRef("collectives", 0)).startswith("collective:")
