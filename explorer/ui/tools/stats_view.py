@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSplitter, QToolButton, QVBoxLayout, QWidget
 
 from explorer.model.query import TraceQuery
 from explorer.model.scope import Scope
@@ -66,7 +66,7 @@ class QtStatistics(QWidget):
         self.in_area = QCheckBox("Selected area only", objectName="stats-in-area")
         self.in_area.setToolTip("Count only events that start inside the area selected on the timeline (Shift+drag), on its rows")
         self.in_area.toggled.connect(lambda _: self.refresh())
-        self.slowest_button = QPushButton("Slowest", objectName="stats-slowest", enabled=False)
+        self.slowest_button = QToolButton(text="Slowest", objectName="stats-slowest", enabled=False)
         self.slowest_button.setToolTip("Go to the selected name's slowest event")
         self.slowest_button.clicked.connect(self.go_to_slowest)
         self.status = QLabel("", objectName="stats-status")
@@ -90,13 +90,13 @@ class QtStatistics(QWidget):
         top = QHBoxLayout()
         top.addWidget(QLabel("Per"))
         top.addWidget(self.grouping)
-        top.addWidget(self.in_area)
         top.addStretch(1)
         top.addWidget(self.slowest_button)
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
         ll.addLayout(top)
+        ll.addWidget(self.in_area)
         ll.addWidget(self.status)
         ll.addWidget(self.table, 1)
         split = QSplitter(Qt.Horizontal)
