@@ -50,7 +50,7 @@ class ProgramRows:
         if self._columns is None:
             p, o = self.program, self.order
             self._columns = {"opcode": p.opcode[o].astype(np.int32), "flops": p.flops[o], "bytes": p.bytes[o],
-                             "dtype": p.dtype[o].astype(np.int32), "partitions": p.partitions[o],
+                             "dtype": p.dtype[o].astype(np.int32), "partitions": p.partitions[o].astype(np.int32),
                              "src": p.src[o].astype(np.int32), "dst": p.dst[o].astype(np.int32)}
         return self._columns
 
@@ -146,7 +146,7 @@ def track_rows(chunks: list[tuple[Run, int, int, int, int]], dma: bool) -> dict[
     n = sum(b - a for _, _, _, a, b in chunks)
     names = (("id", "start_ns", "dur_ns", "bytes", "partitions", "src", "dst", "kernel_id") if dma else
              ("id", "start_ns", "dur_ns", "opcode", "kernel_id", "flops", "bytes", "dtype"))
-    small = {"opcode", "dtype", "src", "dst"}
+    small = {"opcode", "dtype", "partitions", "src", "dst"}  # the schema's int32 columns
     cols = {k: np.empty(n, np.int32 if k in small else np.int64) for k in names}
     copied = [k for k in names if k not in ("id", "start_ns", "dur_ns", "kernel_id")]
     o = 0

@@ -10,7 +10,10 @@ flows for the cores picked for instruction detail.
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +80,21 @@ def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None
     return tables
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a capture runs. A capture makes few reference
+    cycles but many small objects, and each collection walks every object the imports made
+    (numba, pyarrow): 30-40% of a big capture's CPU time. Cycles made meanwhile are collected
+    once it is back on."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progress | None = None,
                cancel: Any = None, compression: str | None = None, runner: Any = None) -> Path:
     """Simulate and write the trace atomically (cancel or failure leaves nothing at `out_path`).
@@ -110,10 +128,11 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
         raise
     background = BackgroundWriter(writer)  # the disk writes while the simulation runs
     try:
-        tables = simulate(res, progress, cancel, background)
-        check_cancel(cancel)
-        tables.write(background)
-        return background.close()
+        with gc_paused():
+            tables = simulate(res, progress, cancel, background)
+            check_cancel(cancel)
+            tables.write(background)
+            return background.close()
     except BaseException:
         background.abort()
         raise
