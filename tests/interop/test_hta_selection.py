@@ -84,3 +84,17 @@ def test_a_hand_edited_selection_is_ignored(tmp_path: Path) -> None:
     assert in_ranges(ids, [[1, 3], [2, 5]]).tolist() == [False, True, True, True, True, False]
     for bad in (None, "x", [[3, 1]], [[1, "2"]], [1, 2], {"a": 1}, [[True, 4]]):
         assert not in_ranges(ids, bad).any()
+
+
+def test_trnx_import_says_what_the_breakdown_leaves_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from explorer.cli.main import main
+
+    src = tmp_path / "rank0.pt.trace.json"
+    src.write_text(json.dumps(_doc(2, False)))
+    main(["import", str(src), "-o", str(tmp_path / "t.trnx")])
+    out = capsys.readouterr().out
+    # gemm_c (launched in the last step), the kernel no launch names, the Event Sync (stream -1)
+    assert "leaves out 3 kernels and 0 copies" in out
+    assert " 19.2 " in out  # rank 0's idle %: 25 of 130 us
+    main(["import", str(src), "-o", str(tmp_path / "u.trnx"), "--json"])
+    assert json.loads(capsys.readouterr().out)["breakdown_left_out"] == {"kernels": 3, "dma": 0}
