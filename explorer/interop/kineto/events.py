@@ -33,8 +33,8 @@ CPU_OP_CATS = frozenset({"cpu_op", "user_annotation", "Operator", "python_functi
 # read only for Holistic Trace Analysis's selection of device events (kineto.hta), not imported:
 # the host side of a launch (its `correlation` names the device event) and Kineto's device copies
 # of user annotations (a ProfilerStep's device copy starts later than the CPU one)
-LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "mtia_runtime", "privateuse1_runtime",
-                         "privateuse1_driver"})
+LAUNCH_CATS = frozenset({"cuda_runtime", "cuda_driver", "xpu_runtime", "xpu_driver", "mtia_runtime", "glow_runtime",
+                         "privateuse1_runtime", "privateuse1_driver"})
 ANNOTATION_CAT = "gpu_user_annotation"
 PYTHON_CAT = "python_function"
 MEMORY_CAT = "cpu_instant_event"  # with name "[memory]": an allocator sample (profile_memory=True)

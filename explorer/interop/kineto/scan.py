@@ -32,8 +32,8 @@ from explorer.interop.kineto.events import (ANNOTATION_CAT, CPU_OP_CATS, GPU_COP
 # (the check below fails loudly until it does).
 CATEGORIES = ["Kernel", "cuda_sync", "kernel", "mtia_ccp_events", "Memcpy", "Memset", "gpu_memcpy", "gpu_memset",
               "Operator", "cpu_op", "python_function", "user_annotation", "cpu_instant_event", "cuda_driver",
-              "cuda_runtime", "mtia_runtime", "privateuse1_driver", "privateuse1_runtime", "xpu_runtime",
-              "gpu_user_annotation"]
+              "cuda_runtime", "glow_runtime", "mtia_runtime", "privateuse1_driver", "privateuse1_runtime", "xpu_driver",
+              "xpu_runtime", "gpu_user_annotation"]
 if CATEGORIES != [*sorted(GPU_KERNEL_CATS), *sorted(GPU_COPY_CATS), *sorted(CPU_OP_CATS), MEMORY_CAT,
                   *sorted(LAUNCH_CATS), ANNOTATION_CAT]:
     raise ImportError("kineto.scan.CATEGORIES differs from the categories in kineto.events; update both")
