@@ -126,3 +126,20 @@ def test_a_cpu_only_recording_imports_its_ops_and_no_breakdown(tmp_path: Path) -
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "temporal breakdown" not in r.stdout
+
+
+def test_device_events_without_args_still_give_a_breakdown(tmp_path: Path) -> None:
+    """Older ROCm builds of Kineto wrote device events with no args (device and stream only as
+    pid/tid). HTA finds no device event in such a rank and fails; the import counts them all."""
+    files = write_case(tmp_path / "in", "rocm", 1, steps=1, gpu_annotations=False, integer_us=True)
+    doc = json.loads(files[0].read_text())
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync"):
+            e["args"] = {"External id": e["args"].get("External id", 0)}
+    files[0].write_text(json.dumps(doc))
+    import_kineto(files, tmp_path / "t.trnx")
+    (r,) = breakdown(open_trace(tmp_path / "t.trnx"))
+    dev = [(e["ts"], e["ts"] + e["dur"]) for e in doc["traceEvents"]
+           if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "cuda_sync")]
+    window = max(e for _, e in dev) - min(s for s, _ in dev)
+    assert r.window_ns == window * 1000 and r.idle_ns == round((window - union(dev)) * 1000)

@@ -188,9 +188,14 @@ def split(out: RankEvents, cls: np.ndarray, cols: dict[str, np.ndarray], args: d
     """Rows of every class into out.kernels / copies / cpu_ops (file order kept); launches and
     device annotations only serve HTA's selection of device rows (kineto.hta)."""
     device = (cls == KERNEL) | (cls == COPY)
-    launch, out.step_names, out.last_step_us = rank_marks(cols["ts"], cols["name"], out.names, cols["corr"],
-                                                          cols["stream"], device)
-    cols = {**cols, "launch": launch}
+    stream = cols["stream"]
+    if device.any() and not (stream[device] != -1).any():
+        # no device event names its stream (older ROCm builds wrote no args): HTA fails on such a
+        # rank; count them all, each on the stream its row shows
+        stream = np.where(device, 0, stream)
+    launch, out.step_names, out.last_step_us = rank_marks(cols["ts"], cols["name"], out.names, cols["corr"], stream,
+                                                          device)
+    cols = {**cols, "stream": stream, "launch": launch}
     pos = np.zeros(len(cls), dtype=np.int64)
     for c, name in ((KERNEL, "kernels"), (COPY, "copies"), (CPU_OP, "cpu_ops")):
         rows = np.flatnonzero(cls == c)
