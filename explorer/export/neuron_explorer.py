@@ -91,7 +91,11 @@ class _Context:
     def __init__(self, trace: Trace) -> None:
         t = trace.tracks
         self.tracks = {"chip": num(t, "chip"), "core": num(t, "core"), "kind": strings(t, "kind"),
-                       "name": strings(t, "name"), "unit": strings(t, "unit")}
+                       "name": strings(t, "name"), "unit": strings(t, "unit"),
+                       "lcore": num(t, "lcore") if "lcore" in t.schema.names else np.full(t.num_rows, -1)}
+        topo = (trace.meta.get("capture") or {}).get("topology") or {}
+        per_chip = topo.get("ranks_per_chip", 1) if isinstance(topo, dict) else 1
+        self.ranks_per_chip = per_chip if isinstance(per_chip, int) and per_chip > 0 else 1
         self.peaks = Peaks.from_meta(trace.hardware)
         ops = trace.ops
         self.op_id = num(ops, "op_id")
@@ -211,7 +215,13 @@ def _flows(trace: Trace, ins_ids: np.ndarray, dma_ids: np.ndarray) -> tuple[dict
             "dependency_type": kind.astype(object)}, dropped
 
 
-def _collectives(trace: Trace, c: _Chip) -> dict[str, Any]:
+def _global_rank(ctx: _Context, chip: np.ndarray, track: np.ndarray) -> np.ndarray:
+    """A collective row's rank in the whole system: its logical core's (chip x ranks per chip + lcore), or its chip."""
+    lcore = ctx.tracks["lcore"][np.clip(track, 0, len(ctx.tracks["lcore"]) - 1)]
+    return np.where(lcore >= 0, chip * ctx.ranks_per_chip + lcore, chip)
+
+
+def _collectives(trace: Trace, c: _Chip, ctx: _Context) -> dict[str, Any]:
     t = c.cc
     n = t.num_rows
     cid = num(t, "collective_id").astype(np.int64)
@@ -219,8 +229,11 @@ def _collectives(trace: Trace, c: _Chip) -> dict[str, Any]:
     groups: dict[int, list[int]] = {}
     if every.num_rows:
         all_id, all_chip, all_rank = (num(every, k).astype(np.int64) for k in ("collective_id", "chip", "rank"))
+        who = _global_rank(ctx, all_chip, num(every, "track_id").astype(np.int64))
         for i in np.flatnonzero(np.isin(all_id, cid)).tolist():
-            groups.setdefault(int(all_id[i]), []).append((int(all_rank[i]), int(all_chip[i])))
+            groups.setdefault(int(all_id[i]), []).append((int(all_rank[i]), int(who[i])))
+    row_of = np.full(len(ctx.tracks["chip"]), -1, np.int64)
+    row_of[c.track_ids] = np.arange(len(c.track_ids))
     start, end, arrive = (num(t, k).astype(np.int64) for k in ("start_ns", "end_ns", "arrive_ns"))
     nbytes = num(t, "bytes").astype(np.int64)
     kinds = strings(t, "kind")
@@ -234,6 +247,8 @@ def _collectives(trace: Trace, c: _Chip) -> dict[str, Any]:
         "algorithm_bandwidth": num(t, "algo_bw_gbps") * 1e9, "bus_bandwidth": num(t, "bus_bw_gbps") * 1e9,
         "trigger_start_ts": arrive, "cc_trigger_start_delay": start - arrive,
         "replica_group": np.array([json.dumps([[ch for _, ch in sorted(groups.get(int(i), []))]]) for i in cid.tolist()], dtype=object),
+        "trnx_track_idx": row_of[num(t, "track_id").astype(np.int64)] if n else np.zeros(0, np.int64),
+        "trnx_rank": num(t, "rank").astype(np.int64),
     }
 
 
@@ -473,7 +488,8 @@ def _trnx_tracks(c: _Chip, ctx: _Context) -> list[tuple[NS.Table, dict[str, Any]
     ids = c.track_ids
     row_of = np.full(len(ctx.tracks["chip"]), -1, np.int64)
     row_of[ids] = np.arange(len(ids))
-    tracks = {"core": ctx.tracks["core"][ids].astype(np.int64), "kind": ctx.tracks["kind"][ids].astype(object),
+    tracks = {"core": ctx.tracks["core"][ids].astype(np.int64), "lcore": ctx.tracks["lcore"][ids].astype(np.int64),
+              "kind": ctx.tracks["kind"][ids].astype(object),
               "name": ctx.tracks["name"][ids].astype(object), "unit": ctx.tracks["unit"][ids].astype(object)}
     t = c.ctr
     counters = {"track_idx": row_of[num(t, "track_id").astype(np.int64)] if t.num_rows else np.zeros(0, np.int64),
@@ -508,7 +524,7 @@ def _export_chip(trace: Trace, chip: int, ctx: _Context, d: Path) -> tuple[int, 
     flows, dropped = _flows(trace, ins["id"], agg["id"])
     tables: list[tuple[NS.Table, dict[str, Any]]] = [
         (NS.INSTRUCTION, ins), (NS.DMA_AGGREGATED, agg), (NS.DMA_PACKET, packets), (NS.FLOW, flows),
-        (NS.CC_OP, _collectives(trace, c)), (NS.ACTIVE_TIME, _active_time(ins)),
+        (NS.CC_OP, _collectives(trace, c, ctx)), (NS.ACTIVE_TIME, _active_time(ins)),
         (NS.OPCODE_SUMMARY, _opcode_summary(ins, span[1] - span[0])),
         (NS.FRAMEWORK_INSTRUCTION, framework), (NS.HLO_INSTRUCTION, hlo), (NS.PENGUIN_INSTRUCTION, penguin),
     ]

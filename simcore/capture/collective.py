@@ -1,8 +1,10 @@
-"""Collective micro-benchmarks: one collective over RANKS chips, timed with alpha-beta costs.
+"""Collective micro-benchmarks: one collective over RANKS ranks, as nccom-test runs it.
 
-Every rank is ready at time 0 on an idle system, so all arrive together (no wait); the
-collective runs on each chip's collective-communication engine (`CC` track) and as a
-kernel on core 0. The cost is `simcore.collectives` on the preset's topology (model
+A rank is a logical NeuronCore (--lnc physical cores): rank r sits on chip r // (cores / lnc),
+so ranks share chips as nccom-test's do (`-r 2` on a trn1 device is its two cores). Every
+rank is ready at time 0 on an idle system, so all arrive together (no wait); the collective
+runs on each rank's collective-communication engine (`CC` track) and as a kernel on the
+rank's first core. The cost is `simcore.collectives` on the preset's topology (model
 captures with parallelism use the same plans, with real arrival skew and link sharing).
 """
 
@@ -32,6 +34,7 @@ class CollectiveCost:
     latency_ns: float
     transfer_ns: float
     bus_factor: float
+    chip_link_bytes: tuple[float, ...] = ()   # per chip: bytes sent over its chip-to-chip links
 
     @property
     def duration_ns(self) -> float:
@@ -45,10 +48,6 @@ class CollectiveCost:
     def bus_bw_gbps(self) -> float:
         return self.algo_bw_gbps * self.bus_factor
 
-    @property
-    def link_bytes(self) -> float:
-        """Bytes each rank sends over its links."""
-        return self.bytes * self.bus_factor
 
 
 def _cost(res: Resolved) -> CollectiveCost:
@@ -58,7 +57,7 @@ def _cost(res: Resolved) -> CollectiveCost:
     p = res.workload.ops[0].params
     kind = COLLECTIVES[p["name"]]
     nbytes, ranks = int(p["bytes"]), int(p["ranks"])
-    topo = topology_of(res.hw, ranks)
+    topo = topology_of(res.hw, ranks, p["lnc"])
     group = tuple(range(ranks))
     if kind == "all_to_all":
         m = np.full((ranks, ranks), nbytes / ranks)
@@ -66,14 +65,23 @@ def _cost(res: Resolved) -> CollectiveCost:
     else:
         plan = plan_collective(topo, kind, group, nbytes, res.config.cc_algorithm)
     lat, xfer = float(plan.latency.max()), float(plan.transfer.max())
-    return CollectiveCost(kind, plan.algorithm, ranks, nbytes, lat, xfer, plan.bus_factor)
+    sent = topo.chip_load(group, plan.demand_out)[:, :topo.link_tiers].sum(axis=1)
+    return CollectiveCost(kind, plan.algorithm, ranks, nbytes, lat, xfer, plan.bus_factor, tuple(float(x) for x in sent))
+
+
+def _chips(res: Resolved) -> tuple[int, int, int]:
+    """(ranks, lnc, ranks per chip) of the benchmark."""
+    p = res.workload.ops[0].params
+    lnc = int(p["lnc"])
+    return int(p["ranks"]), lnc, res.hw.cores_per_chip // lnc
 
 
 def collective_meta(res: Resolved, meta: dict[str, Any]) -> None:
-    """The system is RANKS chips of the preset."""
-    ranks = int(res.workload.ops[0].params["ranks"])
-    meta["hardware"] = dict(meta["hardware"], chips=ranks)
-    meta["capture"] = dict(meta["capture"], chips=ranks, compute_cores=1)
+    """The system is the chips RANKS logical cores fill."""
+    ranks, lnc, per_chip = _chips(res)
+    chips = -(-ranks // per_chip)
+    meta["hardware"] = dict(meta["hardware"], chips=chips)
+    meta["capture"] = dict(meta["capture"], chips=chips, ranks=ranks, lnc=lnc, compute_cores=lnc)
 
 
 class CollectiveTables:
@@ -86,17 +94,26 @@ class CollectiveTables:
         p = c.ranks
         name = self.res.workload.ops[0].params["name"]
         end = int(round(c.duration_ns))
-        # tracks per chip: Kernels (core 0), CC, HBM read/write, link counters
-        per_chip = [("kernel", 0, "Kernels", ""), ("cc", -1, "CC", ""), ("counter", -1, S.COUNTER_HBM_READ, "GB/s"),
-                    ("counter", -1, S.COUNTER_HBM_WRITE, "GB/s"), ("counter", -1, S.COUNTER_LINK, "GB/s")]
-        k = len(per_chip)
-        chips = np.repeat(np.arange(p, dtype=np.int32), k)
+        # per rank: Kernels (its first core), CC; per chip: HBM read/write, link counters
+        ranks, lnc, per_chip = _chips(self.res)
+        chips = -(-ranks // per_chip)
+        r = np.arange(p)
+        rank_chip = (r // per_chip).astype(np.int32)
+        lcore = (r % per_chip).astype(np.int32)
+        tr_chip = np.r_[np.repeat(rank_chip, 2), np.repeat(np.arange(chips, dtype=np.int32), 3)]
+        tr_core = np.r_[np.stack([lcore * lnc, np.full(p, -1, np.int32)], axis=1).ravel(), np.full(3 * chips, -1)]
+        tr_lcore = np.r_[np.repeat(lcore, 2), np.full(3 * chips, -1)]
+        kinds = ["kernel", "cc"] * p + ["counter"] * (3 * chips)
+        tnames = [n for i in range(p) for n in ("Kernels", "CC" if per_chip == 1 else f"CC rank {i}")] + \
+            [S.COUNTER_HBM_READ, S.COUNTER_HBM_WRITE, S.COUNTER_LINK] * chips
+        units = ["", ""] * p + ["GB/s"] * (3 * chips)
         w.write("tracks", {
-            "track_id": np.arange(p * k, dtype=np.int32), "chip": chips,
-            "core": np.tile(np.array([t[1] for t in per_chip], np.int32), p),
-            "kind": [t[0] for t in per_chip] * p, "name": [t[2] for t in per_chip] * p, "unit": [t[3] for t in per_chip] * p,
+            "track_id": np.arange(len(kinds), dtype=np.int32), "chip": tr_chip.astype(np.int32),
+            "core": tr_core.astype(np.int32), "lcore": tr_lcore.astype(np.int32),
+            "kind": kinds, "name": tnames, "unit": units,
         })
-        base = np.arange(p, dtype=np.int32) * k
+        base = (2 * r).astype(np.int32)
+        counter_base = 2 * p + 3 * np.arange(chips, dtype=np.int32)
         w.write("ops", {"op_id": np.array([0, 1, 2], np.int64), "parent_id": np.array([-1, 0, 1], np.int64),
                         "level": ["model", "layer", "op"], "name": [self.res.workload.display, "benchmark", name],
                         "kind": ["model", "layer", c.kind], "start_ns": np.zeros(3, np.int64),
@@ -105,24 +122,26 @@ class CollectiveTables:
         reads = {"all_gather": nbytes // p, "reduce_scatter": nbytes}.get(c.kind, nbytes)
         writes = {"all_gather": nbytes, "reduce_scatter": nbytes // p}.get(c.kind, nbytes)
         w.write("kernels", {
-            "kernel_id": np.arange(p, dtype=np.int64), "track_id": base, "chip": np.arange(p, dtype=np.int32),
-            "core": np.zeros(p, np.int32), "op_id": np.full(p, 2, np.int64), "name": c.kind, "start_ns": np.zeros(p, np.int64),
+            "kernel_id": np.arange(p, dtype=np.int64), "track_id": base, "chip": rank_chip,
+            "core": lcore * lnc, "op_id": np.full(p, 2, np.int64), "name": c.kind, "start_ns": np.zeros(p, np.int64),
             "dur_ns": np.full(p, end, np.int64), "flops": np.zeros(p, np.int64), "model_flops": np.zeros(p, np.int64),
             "hbm_read_bytes": np.full(p, reads, np.int64), "hbm_write_bytes": np.full(p, writes, np.int64), "dtype": "bf16",
         })
         w.write("collectives", {
-            "collective_id": np.zeros(p, np.int64), "track_id": base + 1, "chip": np.arange(p, dtype=np.int32),
+            "collective_id": np.zeros(p, np.int64), "track_id": base + 1, "chip": rank_chip,
             "rank": np.arange(p, dtype=np.int32), "group_size": np.full(p, p, np.int32), "kind": c.kind,
             "algorithm": c.algorithm, "op_id": np.full(p, 2, np.int64), "bytes": np.full(p, nbytes, np.int64),
             "arrive_ns": np.zeros(p, np.int64), "start_ns": np.zeros(p, np.int64), "end_ns": np.full(p, end, np.int64),
             "wait_ns": np.zeros(p, np.int64), "algo_bw_gbps": np.full(p, nbytes / end), "bus_bw_gbps": np.full(p, c.bus_factor * nbytes / end),
         })
         rows_t, rows_v, rows_track = [], [], []
-        for i, value in ((2, reads / end), (3, writes / end), (4, c.link_bytes / end)):
-            for chip in range(p):
-                rows_track += [int(base[chip] + i)] * 2
+        on_chip = np.bincount(rank_chip, minlength=chips)   # a chip's counters add up its ranks'
+        for i, per_chip_value in ((0, reads / end * on_chip), (1, writes / end * on_chip),
+                                  (2, np.array(c.chip_link_bytes) / end)):
+            for chip in range(chips):
+                rows_track += [int(counter_base[chip] + i)] * 2
                 rows_t += [0, end]
-                rows_v += [value, 0.0]
+                rows_v += [float(per_chip_value[chip]), 0.0]
         order = np.argsort(np.array(rows_track), kind="stable")
         w.write("counters", {"track_id": np.array(rows_track, np.int32)[order], "time_ns": np.array(rows_t, np.int64)[order],
                              "value": np.array(rows_v)[order]})

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from simcore.capture.checks import model_params, model_shape, parse_index_list, positive
-from simcore.capture.multichip.config import check_single_chip_options, is_multichip, resolve_multichip
+from simcore.capture.multichip.config import check_single_chip_options, is_multichip, resolve_lnc, resolve_multichip
 from simcore.capture.multichip.spec import MultiChip
 from simcore.capture.options import DETAILS, CaptureConfig, default_of
 from simcore.errors import ConfigError
@@ -40,7 +40,7 @@ class Resolved:
     @property
     def chips(self) -> int:
         """Chips the capture simulates."""
-        return self.multichip.par.chips if self.multichip is not None else 1
+        return self.multichip.topo.chips if self.multichip is not None else 1
 
     def capture_meta(self) -> dict[str, Any]:
         c = self.config
@@ -108,7 +108,7 @@ def resolve(config: CaptureConfig) -> Resolved:
         if c.shape is not None:
             raise ConfigError(f"--shape applies to micro-benchmarks; {name} takes --batch, --seq and --context.")
         wl, mem, multichip, detail, detail_cores = resolve_multichip(c, hw, cc, detail, detail_cores, dtype)
-        return Resolved(c, hw, wl, cc, detail, detail_cores, mem, multichip)
+        return Resolved(c, hw, wl, multichip.topo.lnc, detail, detail_cores, mem, multichip)
     check_single_chip_options(c, name)
     if name in MODELS:
         if c.shape is not None:
@@ -122,8 +122,13 @@ def resolve(config: CaptureConfig) -> Resolved:
         wl = microbenchmark(name, c.shape, dtype, compute_cores=cc, mx_group=int(hw.tensor["mx_scale_group"]))
         if wl.ops[0].kind == "collective" and detail == "instruction":
             raise ConfigError(f"the {name} micro-benchmark records kernel and collective rows; --detail instruction does not apply.")
-        if wl.ops[0].kind == "collective" and "topology" in hw.data and wl.ops[0].params["ranks"] > hw.chips:
-            raise ConfigError(f"{name} over {wl.ops[0].params['ranks']} ranks exceeds the {hw.chips} chips of {hw.name}.")
+        if wl.ops[0].kind == "collective":
+            lnc = resolve_lnc(c, hw)
+            room = hw.chips * (n // lnc)
+            if "topology" in hw.data and wl.ops[0].params["ranks"] > room:
+                raise ConfigError(f"{name} over {wl.ops[0].params['ranks']} ranks exceeds the {room} logical cores "
+                                  f"(LNC={lnc}) of the {hw.chips} chips of {hw.name}.")
+            wl.ops[0].params["lnc"] = lnc
     elif is_file:
         wl = load_opgraph(name, c.dtype)
         for file_dtype in dict.fromkeys(op.dtype for op in wl.ops if op.kind in MATMULS and op.dtype != c.dtype):

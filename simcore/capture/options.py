@@ -150,14 +150,21 @@ class CaptureConfig:
     compute_cores: int | None = option("Cores the workload is spread over.", kind="int",
                                        default_text="models: all; micro-benchmarks: 1", group=DETAIL)
     # -- multi-chip (docs/simulator.md, "Multi-chip"): any of these makes a model capture multi-chip
-    chips: int | None = option("Chips to use; at most the preset's chips (trnx presets lists them).", kind="int", default_text="tp x dp x pp", group=PARALLEL)
-    tp: int | None = option("Tensor-parallel degree: heads and MLP width split over chips, all-reduce (or "
-                            "reduce-scatter/all-gather).", kind="int", default=1, given_only=True, group=PARALLEL)
-    ep: int | None = option("Expert-parallel degree (MoE): experts split over chips, all-to-all dispatch and "
+    chips: int | None = option("Chips to use; at most the preset's chips (trnx presets lists them). Each holds cores "
+                               "/ --lnc ranks.", kind="int", default_text="the chips tp x dp x pp ranks fill",
+                               group=PARALLEL)
+    lnc: int | None = option("Logical NeuronCore size: physical cores per rank (1 or 2, as the Neuron SDK's "
+                             "NEURON_LOGICAL_NC_CONFIG). Parallel degrees count ranks, one per logical core.",
+                             kind="int", default_text="the preset's: 2 on trn2 and trn3, 1 on trn1", group=PARALLEL,
+                             label="LNC (cores per rank)")
+    tp: int | None = option("Tensor-parallel degree in ranks (logical cores, as NxD Inference's tp_degree): heads "
+                            "and MLP width split over them, all-reduce (or reduce-scatter/all-gather).", kind="int",
+                            default=1, given_only=True, group=PARALLEL)
+    ep: int | None = option("Expert-parallel degree (MoE) in ranks: experts split over them, all-to-all dispatch and "
                             "combine.", kind="int", default=1, given_only=True, group=PARALLEL)
     dp: int | None = option("Data-parallel replicas; training all-reduces gradients.", kind="int",
-                            default_text="chips / (tp x pp)", group=PARALLEL)
-    pp: int | None = option("Pipeline stages: layers split over chips, send/recv between stages.", kind="int",
+                            default_text="ranks of --chips / (tp x pp)", group=PARALLEL)
+    pp: int | None = option("Pipeline stages: layers split over ranks, send/recv between stages.", kind="int",
                             default=1, given_only=True, group=PARALLEL)
     sequence_parallel: bool | None = option("Norms on tokens / tp with all-gather/reduce-scatter.", kind="switch",
                                             default_text="on for prefill/train with --tp > 1", group=PARALLEL)

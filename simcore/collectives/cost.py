@@ -56,7 +56,7 @@ class CollectivePlan:
 
     kind: str
     algorithm: str
-    group: tuple[int, ...]          # chips, in rank order
+    group: tuple[int, ...]          # ranks (logical cores), in rank order
     nbytes: np.ndarray              # S per rank (int64)
     latency: np.ndarray             # ns per rank
     transfer: np.ndarray            # ns per rank on an idle system
@@ -104,10 +104,11 @@ def ring(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int) -> Coll
         nxt = order[(i + 1) % p]
         hop[i] = topo.demand(c, nxt, chunk)
         alpha[i] = topo.latency(c, nxt)
-    step_bw = float((hop / topo.bandwidth).max())
+    # a step is as slow as its busiest chip: the ranks of a chip share its tiers
+    step_bw = float((topo.chip_load(order, hop) / topo.bandwidth).max())
     L = n_steps * float(alpha.max())
     W = n_steps * step_bw
-    # rank order of the result follows `group` (sorted chips): map ring position -> group index
+    # rank order of the result follows `group` (sorted ranks): map ring position -> group index
     pos = {c: i for i, c in enumerate(order)}
     idx = np.array([pos[c] for c in group])
     prev = (idx - 1) % p
@@ -126,7 +127,11 @@ def _mesh_matrix(topo: Topology, kind: str, group: tuple[int, ...], matrix: np.n
     per_pair = hops * matrix[:, :, None]                    # (p, p, tiers) bytes on each tier
     d_out = phases * per_pair.sum(axis=1)
     d_in = phases * per_pair.sum(axis=0)
-    W = (np.maximum(d_out, d_in) / topo.bandwidth).max(axis=1)
+    # each rank's traffic goes through its chip's tiers, shared with the chip's other ranks
+    chips = np.asarray(group, np.int64) // topo.per_chip
+    _, inv = np.unique(chips, return_inverse=True)
+    chip_t = (np.maximum(topo.chip_load(group, d_out), topo.chip_load(group, d_in)) / topo.bandwidth).max(axis=1)
+    W = chip_t[inv]
     coupled = kind != "all_to_all"
     if coupled:
         lat = np.full(p, lat.max())
@@ -165,10 +170,11 @@ def hierarchical(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int)
     lat = 0.0
     times = []
     d = np.zeros(T)
+    per_chip = p // len({topo.chip_of(r) for r in group})   # every rank of a chip runs each level at once
     for n, tier in levels:
         moved = factor * (n - 1) / n * s
         lat += factor * (n - 1) * topo.tiers[tier].latency_ns
-        times.append(moved / topo.tiers[tier].bandwidth_gbps)
+        times.append(per_chip * moved / topo.tiers[tier].bandwidth_gbps)
         d[tier] += moved
         s /= n
     chunks = max(1, -(-int(nbytes) // int(topo.chunk_bytes)))

@@ -21,7 +21,7 @@ SLICES_PER_GROWTH = 4096
 
 
 @njit(cache=True, nogil=True)
-def _flow(t, left, W, chip, row, need, used, cap, served, slice_ns):
+def _flow(t, left, W, chip, row, need, used, cap, served, slice_ns, link_rows):
     """Advance a flow from time t with `left` of its work to do; returns (t, left). Stops early
     (left > 0) when it runs past the ledger's slices so the caller can grow them."""
     n_slices = used.shape[2]
@@ -49,7 +49,7 @@ def _flow(t, left, W, chip, row, need, used, cap, served, slice_ns):
         for e in range(need.shape[0]):
             if need[e] > 0.0:
                 used[chip[e], row[e], j] += take * need[e]
-                if row[e] % 2 == 0:
+                if row[e] % 2 == 0 and row[e] < link_rows:
                     served[chip[e], j] += take * need[e]
         if left <= p:
             return t + left / rate, 0.0
@@ -62,9 +62,11 @@ def _flow(t, left, W, chip, row, need, used, cap, served, slice_ns):
 class LinkLedger:
     """Per chip, tier and direction: bytes already used in each time slice."""
 
-    def __init__(self, chips: int, bandwidth: np.ndarray, slice_ns: float, horizon_ns: float) -> None:
+    def __init__(self, chips: int, bandwidth: np.ndarray, slice_ns: float, horizon_ns: float,
+                 link_tiers: int | None = None) -> None:
         self.chips = chips
         self.tiers = len(bandwidth)
+        self.link_rows = 2 * (self.tiers if link_tiers is None else link_tiers)  # rows the Link counter counts
         self.slice_ns = float(slice_ns)
         n = max(SLICES_PER_GROWTH, int(np.ceil(horizon_ns / self.slice_ns)) + 1)
         # rows: tier k out = 2k, in = 2k + 1; zeros are allocated lazily by the OS, so slices no
@@ -83,6 +85,14 @@ class LinkLedger:
         and takes W ns on idle links."""
         if W <= 0:
             return t
+        chips = np.asarray(chips, np.int64)
+        if len(np.unique(chips)) < len(chips):  # ranks of one chip: their demands add up on its links
+            chips, inv = np.unique(chips, return_inverse=True)
+            out = np.zeros((len(chips), self.tiers))
+            inn = np.zeros((len(chips), self.tiers))
+            np.add.at(out, inv, np.asarray(demand_out, np.float64))
+            np.add.at(inn, inv, np.asarray(demand_in, np.float64))
+            demand_out, demand_in = out, inn
         k = np.arange(self.tiers)
         chip = np.repeat(np.asarray(chips, np.int64), 2 * self.tiers)
         row = np.tile(np.concatenate([2 * k, 2 * k + 1]), len(chips)).astype(np.int64)
@@ -93,11 +103,12 @@ class LinkLedger:
             return t + W
         left = 1.0
         while True:
-            t, left = _flow(t, left, W, chip, row, need, self.used, self.cap, self.served, self.slice_ns)
+            t, left = _flow(t, left, W, chip, row, need, self.used, self.cap, self.served, self.slice_ns,
+                            self.link_rows)
             if left <= 1e-12:
                 return t
             self._grow()
 
     def sent(self, chip: int) -> np.ndarray:
-        """Bytes chip sent per slice (all tiers)."""
+        """Bytes chip sent per slice over its chip-to-chip links (all link tiers)."""
         return self.served[chip]

@@ -185,12 +185,31 @@ def _validate(data: dict[str, Any]) -> None:
     throttle = data["tensor"]["throttle"]
     if not 0 < throttle["start_fraction"] <= 1:
         raise ConfigError(f"hardware preset '{name}': 'tensor.throttle.start_fraction' must be in (0, 1].")
+    _validate_lnc(name, data)
     for section, keys in (("link", ("latency_ns",)), ("dma", ("descriptor_overhead_bytes",)),
                           ("tensor", ("matmul_overhead_cycles",)), ("runtime", RUNTIME_KEYS)):
         for key in keys:
             v = data.get(section, {}).get(key, 0)
             if not _is_number(v) or v < 0:
                 raise ConfigError(f"hardware preset '{name}': '{section}.{key}' must be a non-negative number (got {v!r}).")
+
+
+def _validate_lnc(name: str, data: dict[str, Any]) -> None:
+    """`[lnc]` (optional): the logical-core sizes the chip allows and its default; each divides the chip's cores."""
+    lnc = data.get("lnc", {})
+    if not isinstance(lnc, dict):
+        raise ConfigError(f"hardware preset '{name}': [lnc] must be a table (default, choices).")
+    choices = lnc.get("choices", [1])
+    default = lnc.get("default", 1)
+    if not (isinstance(choices, list) and choices and all(isinstance(c, int) and not isinstance(c, bool) and c > 0
+                                                          and data["cores_per_chip"] % c == 0 for c in choices)):
+        raise ConfigError(f"hardware preset '{name}': 'lnc.choices' must list positive integers that divide its "
+                          f"{data['cores_per_chip']} cores per chip, like [1, 2] (got {choices!r}).")
+    if default not in choices:
+        raise ConfigError(f"hardware preset '{name}': 'lnc.default' must be one of lnc.choices {choices} (got {default!r}).")
+    stacks = data["hbm"].get("stacks", 1)
+    if not (isinstance(stacks, int) and not isinstance(stacks, bool) and stacks > 0):
+        raise ConfigError(f"hardware preset '{name}': 'hbm.stacks' must be a positive integer (got {stacks!r}).")
 
 
 class Hardware:
@@ -211,6 +230,37 @@ class Hardware:
     @property
     def cores_per_chip(self) -> int:
         return int(self.data["cores_per_chip"])
+
+    # -- logical NeuronCores -------------------------------------------------------
+    @property
+    def lnc_default(self) -> int:
+        """Physical cores per logical core when --lnc is not given (the Neuron SDK's default)."""
+        return int(self.data.get("lnc", {}).get("default", 1))
+
+    @property
+    def lnc_choices(self) -> tuple[int, ...]:
+        return tuple(int(c) for c in self.data.get("lnc", {}).get("choices", [1]))
+
+    @property
+    def hbm_stacks(self) -> int:
+        return int(self.data["hbm"].get("stacks", 1))
+
+    def logical_core(self, lnc: int, stack_sharers: int = 1) -> "Hardware":
+        """One logical core of `lnc` physical cores seen as a chip of its own: what a rank of a parallel
+        capture is simulated on. HBM is split by stack (each stack serves its cores; trn2: "four 24GB HBM
+        banks. Each bank is shared by two physical NeuronCore-v3"): a logical core that spans whole stacks
+        owns them, one that shares a stack with `stack_sharers - 1` other busy logical cores gets its share."""
+        data = copy.deepcopy(self.data)
+        cores, stacks = self.cores_per_chip, self.hbm_stacks
+        per_stack = max(1, cores // stacks)
+        share = lnc / cores if lnc >= per_stack else 1.0 / (stacks * max(1, stack_sharers))
+        data["cores_per_chip"] = lnc
+        data["chips"] = 1
+        data["hbm"]["bandwidth_gbps"] = self.hbm_bytes_per_ns * share
+        data["hbm"]["capacity_bytes"] = int(self.hbm_capacity * lnc / cores)
+        data["hbm"]["stacks"] = 1
+        data["lnc"] = {"default": lnc, "choices": [lnc]}
+        return Hardware(data)
 
     # -- tensor engine -------------------------------------------------------------
     @property

@@ -125,15 +125,18 @@ def parse_stragglers(value: Any, chips: int) -> list[Straggler]:
     return out
 
 
-def compute_factors(chips: int, segments: int, jitter: float, stragglers: list[Straggler],
-                    seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(chips, segments) time factors for each stretch of compute, and each chip's start delay (ns)."""
-    f = np.ones((chips, max(segments, 1)))
+def compute_factors(ranks: int, segments: int, jitter: float, stragglers: list[Straggler],
+                    seed: int, chip_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(ranks, segments) time factors for each stretch of compute, and each rank's start delay (ns).
+    A straggler is a chip: every rank on it (`chip_of[rank]`) is slowed or delayed."""
+    f = np.ones((ranks, max(segments, 1)))
     if jitter > 0:
         rng = np.random.default_rng([int(seed), 0x717E5])
         f += jitter * np.abs(rng.standard_normal(f.shape))
-    delay = np.zeros(chips)
+    delay = np.zeros(ranks)
+    chip_of = np.arange(ranks) if chip_of is None else np.asarray(chip_of)
     for s in stragglers:
-        f[s.chip] *= s.slowdown
-        delay[s.chip] += s.delay_ns
+        on = chip_of == s.chip
+        f[on] *= s.slowdown
+        delay[on] += s.delay_ns
     return f, delay

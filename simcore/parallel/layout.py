@@ -1,11 +1,13 @@
-"""Parallel degrees and the rank layout: which chips form the TP, DP, EP and pipeline groups.
+"""Parallel degrees and the rank layout: which ranks form the TP, DP, EP and pipeline groups.
 
+A rank is a logical NeuronCore; rank r sits on chip r // (ranks per chip) (`topology`).
 Megatron/NxD order: tensor parallel is the fastest-varying rank index, then data
-parallel, then pipeline stage -- chip = stage * (dp * tp) + dp_rank * tp + tp_rank -- so a
-TP group is consecutive chips (inside a server when it fits, where the links are
-fastest) and pipeline neighbours are dp * tp chips apart. Expert parallel groups are
-consecutive blocks of `ep` chips inside a stage (ep divides dp * tp): experts are spread
-over the chips of a block, and each block holds every expert once.
+parallel, then pipeline stage -- rank = stage * (dp * tp) + dp_rank * tp + tp_rank -- so a
+TP group is consecutive ranks (the logical cores of a chip first, then chips inside a
+server, where the links are fastest) and pipeline neighbours are dp * tp ranks apart.
+Expert parallel groups are consecutive blocks of `ep` ranks inside a stage (ep divides
+dp * tp): experts are spread over the ranks of a block, and each block holds every expert
+once. (The methods below say `chip` for a rank.)
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ class Parallelism:
     microbatches: int = 1
 
     @property
-    def chips(self) -> int:
+    def ranks(self) -> int:
         return self.tp * self.dp * self.pp
 
     @property

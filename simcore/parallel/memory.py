@@ -1,4 +1,4 @@
-"""Does a sharded model fit? HBM one chip needs under a parallelism, for its busiest stage."""
+"""Does a sharded model fit? HBM one rank (logical core) needs under a parallelism, for its busiest stage."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def layer_params_per_chip(cfg: ModelConfig, par: Parallelism, layer: int) -> int
 
 def chip_memory(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int, dtype: str, par: Parallelism,
                 layers: int | None = None) -> dict[str, int]:
-    """Bytes by kind on the busiest chip: weights in `dtype` (MX scales included), BF16 KV
+    """Bytes by kind on the busiest rank: weights in `dtype` (MX scales included), BF16 KV
     cache, live activations; training adds BF16 gradients, FP32 master weights and Adam
     moments, and the activations kept for backward (1F1B keeps up to pp microbatches)."""
     L = cfg.layers if layers is None else layers
@@ -65,13 +65,16 @@ def chip_memory(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int
 
 
 def check_chip_fits(cfg: ModelConfig, phase: str, batch: int, seq: int, context: int, dtype: str, par: Parallelism,
-                    capacity: int, hw_name: str) -> dict[str, int]:
+                    capacity: int, hw_name: str, ranks_per_chip: int = 1) -> dict[str, int]:
+    """Bytes by kind one rank needs, checked against `capacity` (a logical core's); a refusal carries the
+    fullest chip's need and capacity (`ranks_per_chip` ranks on it)."""
     need = chip_memory(cfg, phase, batch, seq, context, dtype, par)
     total = sum(need.values())
     if total > capacity:
+        k = ranks_per_chip
         raise DoesNotFit(
             f"{cfg.name} {phase} with tp={par.tp}, ep={par.ep}, dp={par.dp}, pp={par.pp} needs {total / 1e9:.1f} GB of HBM "
-            f"per chip ({describe_need(need)}) but a {hw_name} chip has {capacity / 1e9:.1f} GB; use more --tp, --pp or --ep, "
-            "a smaller --dtype, batch or context.", total, capacity
+            f"per rank ({describe_need(need)}) but a {hw_name} has {capacity / 1e9:.1f} GB; use more --tp, --pp or --ep, "
+            "a smaller --dtype, batch or context.", total * k, capacity * k
         )
     return need

@@ -1,7 +1,9 @@
-"""Shard one model step over chips the way NxD / Megatron do: one program per chip.
+"""Shard one model step over ranks the way NxD / Megatron do: one program per rank.
 
-A chip's program is its compute ops (chip-local shapes, which `lowering.kernels.shard`
-then spreads over the chip's cores) interleaved with its part in collectives:
+A rank is a logical NeuronCore (`--lnc` physical cores, as NxD Inference's tp_degree counts
+them); the variables below still say `chip` for a rank. A rank's program is its compute ops
+(rank-local shapes, which `lowering.kernels.shard` then spreads over its physical cores)
+interleaved with its part in collectives, which may join ranks of one chip and of others:
 
 - **Tensor parallel** (`--tp`): QKV and gate/up projections are column-parallel (heads
   and the MLP width split over the TP group; KV heads replicated when tp exceeds them),
@@ -78,17 +80,18 @@ class Collective:
 
 @dataclass
 class StepPlan:
-    """Per-chip programs of one step and the collectives that tie them together."""
+    """Per-rank programs of one step and the collectives that tie them together. A rank is a logical
+    NeuronCore (`topo.lnc` physical cores); `topo` places it on its chip."""
 
     par: Parallelism
     topo: Topology
-    programs: list[list]                        # per chip: Compute | CommRef
+    programs: list[list]                        # per rank: Compute | CommRef
     collectives: list[Collective]
     op_kinds: dict[tuple, str] = field(default_factory=dict)   # op instance -> kind, in first-seen order
     layer_names: dict[int, str] = field(default_factory=dict)
 
     @property
-    def chips(self) -> int:
+    def ranks(self) -> int:
         return len(self.programs)
 
 
@@ -492,7 +495,7 @@ class Planner:
         return out
 
     def build(self) -> StepPlan:
-        programs = [self.chip_program(c) for c in range(self.par.chips)]
+        programs = [self.chip_program(c) for c in range(self.par.ranks)]
         names = {L: f"layer {L}" for L in range(self.layers)}
         return StepPlan(self.par, self.topo, programs, self.collectives, self.op_kinds, names)
 

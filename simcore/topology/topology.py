@@ -39,7 +39,12 @@ class Tier:
 
 @dataclass(frozen=True)
 class Topology:
-    """Chips 0..chips-1 of a system and the tier each pair of chips talks through."""
+    """The ranks of a capture, the chips they sit on, and the tier each pair of ranks talks through.
+
+    A rank is a logical NeuronCore (`--lnc` physical cores): `per_chip` of them share a chip, rank r on
+    chip r // per_chip. Ranks of one chip talk through the chip's own memory (the `on-chip` tier, the
+    last one when per_chip > 1); ranks of different chips through the chip-to-chip tiers, whose
+    bandwidth every rank of a chip shares."""
 
     name: str
     kind: str                                  # switch | torus2d
@@ -51,9 +56,29 @@ class Topology:
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     flat: bool = False                         # a single-chip preset standing in for a flat switch
     system_chips: int = field(default=0)       # chips of the whole system (the preset's)
+    per_chip: int = 1                          # ranks (logical cores) per chip
+    ranks: int = 0                             # ranks in use (default: chips x per_chip)
+    lnc: int = 1                               # physical cores per rank
     _pair_cache: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     # -- placement -----------------------------------------------------------------------
+    @property
+    def onchip(self) -> int:
+        """Index of the on-chip tier, or -1 when a chip holds one rank."""
+        return len(self.tiers) - 1 if self.per_chip > 1 else -1
+
+    @property
+    def link_tiers(self) -> int:
+        """Chip-to-chip tiers (the on-chip tier, if any, comes after them)."""
+        return len(self.tiers) - (1 if self.per_chip > 1 else 0)
+
+    def chip_of(self, rank: int) -> int:
+        return rank // self.per_chip
+
+    def lcore_of(self, rank: int) -> int:
+        """The rank's logical core on its chip."""
+        return rank % self.per_chip
+
     def server(self, chip: int) -> int:
         return chip // self.chips_per_server
 
@@ -64,10 +89,7 @@ class Topology:
         dx = self.dims[0]
         return chip % dx, chip // dx
 
-    def route(self, a: int, b: int) -> list[tuple[int, int]]:
-        """The (tier, link hops) a byte from chip a to chip b crosses."""
-        if a == b:
-            return []
+    def _chip_route(self, a: int, b: int) -> list[tuple[int, int]]:
         if self.kind == "torus2d":
             (ax, ay), (bx, by) = self.coords(a), self.coords(b)
             dx, dy = self.dims
@@ -80,7 +102,16 @@ class Topology:
             tier = 1
         else:
             tier = 2
-        return [(min(tier, len(self.tiers) - 1), 1)]
+        return [(min(tier, self.link_tiers - 1), 1)]
+
+    def route(self, a: int, b: int) -> list[tuple[int, int]]:
+        """The (tier, link hops) a byte from rank a to rank b crosses."""
+        if a == b:
+            return []
+        ca, cb = self.chip_of(a), self.chip_of(b)
+        if ca == cb:
+            return [(self.onchip, 1)]
+        return self._chip_route(ca, cb)
 
     @cached_property
     def _alpha(self) -> np.ndarray:
@@ -88,11 +119,11 @@ class Topology:
 
     @cached_property
     def bandwidth(self) -> np.ndarray:
-        """Per-direction bandwidth of each tier, bytes/ns."""
+        """Per-direction bandwidth of each tier per chip, bytes/ns."""
         return np.array([t.bandwidth_gbps for t in self.tiers], np.float64)
 
     def latency(self, a: int, b: int) -> float:
-        """Alpha of one message from a to b: its slowest tier's, once per link hop on a torus."""
+        """Alpha of one message from rank a to rank b: its slowest tier's, once per link hop on a torus."""
         r = self.route(a, b)
         if not r:
             return 0.0
@@ -101,22 +132,32 @@ class Topology:
         return float(max(self._alpha[t] for t, _ in r))
 
     def demand(self, a: int, b: int, nbytes: float) -> np.ndarray:
-        """Bytes per tier that `nbytes` from a to b put on a's (and b's) links."""
+        """Bytes per tier that `nbytes` from rank a to rank b put on a's (and b's) chip."""
         out = np.zeros(len(self.tiers))
         for t, h in self.route(a, b):
             out[t] += nbytes * h
         return out
 
+    def chip_load(self, group: tuple[int, ...], demand: np.ndarray) -> np.ndarray:
+        """Per-rank bytes per tier (ranks of `group`, tiers) summed over the ranks of each chip:
+        (chips of the group, tiers). The ranks of a chip share its tiers."""
+        chips = np.asarray(group, np.int64) // self.per_chip
+        _, inv = np.unique(chips, return_inverse=True)
+        out = np.zeros((int(inv.max()) + 1 if len(inv) else 0, demand.shape[1]))
+        np.add.at(out, inv, demand)
+        return out
+
     def pairs(self, group: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-        """For every ordered pair of the group: the message latency (p, p) and the link hops per
-        tier (p, p, tiers) -- `demand` and `latency` for all pairs at once (cached per group)."""
+        """For every ordered pair of the group's ranks: the message latency (p, p) and the link hops
+        per tier (p, p, tiers) -- `demand` and `latency` for all pairs at once (cached per group)."""
         key = tuple(group)
         hit = self._pair_cache.get(key)
         if hit is not None:
             return hit
-        g = np.asarray(key, np.int64)
+        g = np.asarray(key, np.int64) // self.per_chip
         p, T = len(g), len(self.tiers)
         hops = np.zeros((p, p, T))
+        same = g[:, None] == g[None, :]
         if self.kind == "torus2d":
             dx, dy = self.dims
             x, y = g % dx, g // dx
@@ -129,44 +170,67 @@ class Topology:
             srv = g // self.chips_per_server
             rack = g // (self.chips_per_server * self.servers_per_rack)
             tier = np.where(srv[:, None] == srv[None, :], 0, np.where(rack[:, None] == rack[None, :], 1, 2))
-            tier = np.minimum(tier, T - 1)
+            tier = np.minimum(tier, self.link_tiers - 1)
             hops[np.arange(p)[:, None], np.arange(p)[None, :], tier] = 1.0
-            np.fill_diagonal(tier, 0)
             lat = self._alpha[tier]
+        lat = np.array(lat, np.float64)
+        if self.per_chip > 1:
+            hops[same] = 0.0
+            hops[same, self.onchip] = 1.0
+            lat[same] = self._alpha[self.onchip]
         idx = np.arange(p)
         hops[idx, idx] = 0.0
-        lat = np.array(lat, np.float64)
         lat[idx, idx] = 0.0
         if len(self._pair_cache) > 256:
             self._pair_cache.clear()
         self._pair_cache[key] = (lat, hops)
         return lat, hops
 
-    def ring_order(self, group: tuple[int, ...]) -> tuple[int, ...]:
-        """The order a ring visits the group: chip order on a switch (few tier crossings), a
-        snake through the rows on a torus (every hop to a neighbour)."""
+    def _chip_ring(self, chips: list[int]) -> list[int]:
         if self.kind != "torus2d":
-            return tuple(sorted(group))
+            return sorted(chips)
         rows: dict[int, list[int]] = {}
-        for c in sorted(group):
+        for c in sorted(chips):
             rows.setdefault(self.coords(c)[1], []).append(c)
         out: list[int] = []
         for i, y in enumerate(sorted(rows)):
             out += rows[y] if i % 2 == 0 else rows[y][::-1]
-        return tuple(out)
+        return out
+
+    def ring_order(self, group: tuple[int, ...]) -> tuple[int, ...]:
+        """The order a ring visits the group: the ranks of a chip one after another, chips in chip order
+        on a switch (few tier crossings) and in a snake through the rows on a torus (neighbour hops)."""
+        by_chip: dict[int, list[int]] = {}
+        for r in sorted(group):
+            by_chip.setdefault(self.chip_of(r), []).append(r)
+        return tuple(r for c in self._chip_ring(list(by_chip)) for r in by_chip[c])
 
     def levels(self, group: tuple[int, ...]) -> list[tuple[int, int]] | None:
-        """The group's hierarchy as [(members per unit, tier)] from the innermost level out, or
-        None when it does not split evenly into two or more levels."""
-        g = sorted(group)
+        """The group's hierarchy as [(members per unit, tier)] from the innermost level out -- the ranks
+        of a chip, then servers and racks (or torus rows, then columns) -- or None when it does not
+        split evenly into two or more levels."""
+        by_chip: dict[int, int] = {}
+        for r in group:
+            by_chip[self.chip_of(r)] = by_chip.get(self.chip_of(r), 0) + 1
+        if len(set(by_chip.values())) != 1:
+            return None
+        outer = self._chip_levels(sorted(by_chip))
+        if outer is None:
+            return None
+        k = next(iter(by_chip.values()))
+        out = ([(k, self.onchip)] if k > 1 else []) + outer
+        return out if len(out) >= 2 else None
+
+    def _chip_levels(self, g: list[int]) -> list[tuple[int, int]] | None:
+        """Levels of a set of chips (members > 1 only), or None when they do not split evenly."""
+        if len(g) == 1:
+            return []
         if self.kind == "torus2d":
             xs = sorted({self.coords(c)[0] for c in g})
             ys = sorted({self.coords(c)[1] for c in g})
-            if len(xs) * len(ys) != len(g) or len(xs) < 2 or len(ys) < 2:
+            if len(xs) * len(ys) != len(g):
                 return None
-            return [(len(xs), 0), (len(ys), 1)]
-        if len(self.tiers) < 2:
-            return None
+            return [(n, t) for n, t in ((len(xs), 0), (len(ys), 1)) if n > 1]
         per_server: dict[int, int] = {}
         for c in g:
             per_server[self.server(c)] = per_server.get(self.server(c), 0) + 1
@@ -180,12 +244,12 @@ class Topology:
             return None
         sizes = [(next(iter(per_server.values())), 0), (next(iter(servers_per_rack.values())), 1),
                  (len(servers_per_rack), 2)]
-        out = [(n, min(t, len(self.tiers) - 1)) for n, t in sizes if n > 1]
-        return out if len(out) >= 2 else None
+        return [(n, min(t, self.link_tiers - 1)) for n, t in sizes if n > 1]
 
     def describe(self) -> dict[str, Any]:
         """For meta.json `capture.topology` and UIs."""
         out: dict[str, Any] = {"name": self.name, "kind": "flat" if self.flat else self.kind, "chips": self.chips,
+                               "ranks": self.ranks, "lnc": self.lnc, "ranks_per_chip": self.per_chip,
                                "tiers": [t.to_dict() for t in self.tiers]}
         if self.kind == "torus2d":
             out["dims"] = list(self.dims)
@@ -205,21 +269,36 @@ def _number(name: str, where: str, value: Any, *, positive: bool = True, integer
     return value
 
 
-def topology_of(hw, chips: int | None = None) -> Topology:
-    """The topology of a hardware preset, for `chips` of its chips (default: all of them).
+def _onchip_tier(hw, cc: dict) -> Tier:
+    """Ranks of one chip exchange data through the chip's HBM: a copy reads it once and writes it once,
+    so a direction gets half the chip's HBM bandwidth (model), at `cc.onchip_latency_ns` per step
+    (default: the link latency)."""
+    lat = _number(hw.name, "cc.onchip_latency_ns", cc.get("onchip_latency_ns", hw.data["link"].get("latency_ns", 0.0)),
+                  positive=False)
+    return Tier("on-chip", 0, hw.hbm_bytes_per_ns / 2.0, float(lat))
+
+
+def topology_of(hw, ranks: int | None = None, lnc: int | None = None) -> Topology:
+    """The topology of a hardware preset for `ranks` logical cores of `lnc` physical cores each
+    (default: the preset's LNC and every logical core of every chip); rank r sits on chip
+    r // (cores per chip / lnc).
 
     Raises ConfigError (one sentence) for a malformed `[topology]` section."""
     data = hw.data
     name = hw.name
+    lnc = hw.lnc_default if lnc is None else int(lnc)
+    per_chip = max(1, hw.cores_per_chip // lnc)
     cc = data.get("cc", {}) if isinstance(data.get("cc", {}), dict) else {}
     chunk = int(_number(name, "cc.chunk_bytes", cc.get("chunk_bytes", DEFAULT_CHUNK_BYTES), integer=True))
+    onchip = (_onchip_tier(hw, cc),) if per_chip > 1 else ()
     topo = data.get("topology")
     link = data["link"]
     if topo is None:  # a single-chip preset: N of its chips on a flat switch at the chip's link bandwidth
-        n = chips or hw.chips
+        n = -(-ranks // per_chip) if ranks else hw.chips
+        r = ranks or n * per_chip
         tier = Tier("link", int(link.get("links", 1)), float(link["bandwidth_gbps"]), float(link.get("latency_ns", 0.0)))
-        return Topology(name, "switch", n, (tier,), chips_per_server=max(n, 1), servers_per_rack=1, chunk_bytes=chunk,
-                        flat=True, system_chips=max(n, 1))
+        return Topology(name, "switch", n, (tier,) + onchip, chips_per_server=max(n, 1), servers_per_rack=1,
+                        chunk_bytes=chunk, flat=True, system_chips=max(n, 1), per_chip=per_chip, ranks=r, lnc=lnc)
     if not isinstance(topo, dict):
         raise ConfigError(f"hardware preset '{name}': [topology] must be a table.")
     kind = topo.get("kind")
@@ -238,7 +317,8 @@ def topology_of(hw, chips: int | None = None) -> Topology:
                           float(_number(name, f"{where}.bidirectional_gbps", t["bidirectional_gbps"])) / 2.0,
                           float(_number(name, f"{where}.latency_ns", t["latency_ns"], positive=False))))
     total = hw.chips
-    n = total if chips is None else chips
+    n = total if not ranks else -(-ranks // per_chip)
+    r = ranks or n * per_chip
     if kind == "torus2d":
         dims = topo.get("dims")
         if not (isinstance(dims, list) and len(dims) == 2 and all(isinstance(d, int) and d > 0 for d in dims)):
@@ -247,12 +327,13 @@ def topology_of(hw, chips: int | None = None) -> Topology:
             raise ConfigError(f"hardware preset '{name}': topology.dims {dims[0]}x{dims[1]} does not make its {total} chips.")
         if len(tiers) != 2:
             raise ConfigError(f"hardware preset '{name}': a torus2d topology needs two tiers (x and y links).")
-        return Topology(name, kind, n, tuple(tiers), dims=(dims[0], dims[1]), chunk_bytes=chunk, system_chips=total)
+        return Topology(name, kind, n, tuple(tiers) + onchip, dims=(dims[0], dims[1]), chunk_bytes=chunk,
+                        system_chips=total, per_chip=per_chip, ranks=r, lnc=lnc)
     cps = int(_number(name, "topology.chips_per_server", topo.get("chips_per_server"), integer=True))
     spr = int(_number(name, "topology.servers_per_rack", topo.get("servers_per_rack", 1), integer=True))
     if total % cps:
         raise ConfigError(f"hardware preset '{name}': {total} chips do not fill servers of {cps}.")
     if len(tiers) > 3:
         raise ConfigError(f"hardware preset '{name}': a switch topology has at most 3 tiers (in-server, in-rack, cross-rack).")
-    return Topology(name, kind, n, tuple(tiers), chips_per_server=cps, servers_per_rack=spr, chunk_bytes=chunk,
-                    system_chips=total)
+    return Topology(name, kind, n, tuple(tiers) + onchip, chips_per_server=cps, servers_per_rack=spr,
+                    chunk_bytes=chunk, system_chips=total, per_chip=per_chip, ranks=r, lnc=lnc)

@@ -4,7 +4,7 @@ The writer, the reader, the validator and docs/trace-format.md all derive from t
 specs below, so they cannot disagree. Versioning rule: a minor version only adds
 (new optional columns, new tables, new enum values); a reader accepts any minor
 version of its major and refuses a newer major with a clear message.
-1.1 added the `runtime` track kind.
+1.1 added the `runtime` track kind; 1.2 the optional `tracks.lcore` column (logical NeuronCores).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 FORMAT_NAME = "trnx-trace"
-FORMAT_VERSION = "1.1"
+FORMAT_VERSION = "1.2"
 FORMAT_MAJOR = 1
 META_FILE = "meta.json"
 TABLE_SUFFIX = ".arrow"
@@ -119,7 +119,11 @@ TRACKS = TableSpec(
     (
         _c("track_id", I32, "", "Dense id 0..n-1, unique in the trace."),
         _c("chip", I32, "", "Chip (rank) index, 0-based."),
-        _c("core", I32, "", "NeuronCore index on the chip; -1 for chip-level rows (HBM counters, collectives)."),
+        _c("core", I32, "", "Physical NeuronCore index on the chip; -1 for chip-level rows (HBM counters, collectives)."),
+        _c("lcore", I32, "", "Logical NeuronCore on the chip the row belongs to (a rank of a parallel capture; with "
+           "LNC=2 logical core l is physical cores 2l and 2l+1, as Neuron Explorer's `pcore_idx` counts within it); -1 "
+           "for chip-wide rows and captures without ranks. Optional (1.2): readers treat a missing column as all -1.",
+           required=False),
         _c("kind", STRING, "", "What the row shows: " + ", ".join(TRACK_KINDS) + "."),
         _c("name", STRING, "", "Display name, the Neuron profiler's where one exists (`TensorMatrix`, `Vector`, `qSyncIO0`, `HBM Read Bandwidth`)."),
         _c("unit", STRING, "", "Unit of a counter track's values (`GB/s`, `bytes`, `%`); empty for interval tracks."),

@@ -103,6 +103,11 @@ def to_record_batch(spec: S.TableSpec, data: TableData) -> pa.RecordBatch:
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         data = {name: data.column(name) for name in data.schema.names}
     names = set(data)
+    optional = [c.name for c in spec.columns if not c.required and c.name not in names]
+    if optional:  # optional columns a writer leaves out hold their "none" value (-1)
+        n0 = next((len(v) for v in data.values() if not isinstance(v, str) and not np.isscalar(v)), 0)
+        data = dict(data, **{name: np.full(n0, -1, np.int32) for name in optional})
+        names = set(data)
     missing = [c for c in spec.column_names if c not in names]
     extra = sorted(names - set(spec.column_names))
     if missing or extra:

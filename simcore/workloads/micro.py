@@ -17,10 +17,10 @@ MICROBENCHMARKS: dict[str, dict] = {
     "dma": {"shape": "PARTITIONS,COLS", "default": (128, 4096),
             "help": "a [PARTITIONS, COLS] BF16 tile loaded from HBM into PARTITIONS SBUF partitions, exp on Scalar, "
                     "stored back (the NKI DMA introduction's kernel: DMA engines and bandwidth by access pattern)"},
-    "allreduce": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring all-reduce of BYTES per rank over RANKS chips"},
-    "allgather": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring all-gather: BYTES gathered per rank over RANKS chips"},
-    "reducescatter": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "ring reduce-scatter of BYTES per rank over RANKS chips"},
-    "alltoall": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "all-to-all of BYTES per rank over RANKS chips (switch)"},
+    "allreduce": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "all-reduce of BYTES per rank over RANKS ranks (logical cores, --lnc)"},
+    "allgather": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "all-gather: BYTES gathered per rank over RANKS ranks (logical cores, --lnc)"},
+    "reducescatter": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "reduce-scatter of BYTES per rank over RANKS ranks (logical cores, --lnc)"},
+    "alltoall": {"shape": "BYTES,RANKS", "default": (64 << 20, 16), "help": "all-to-all of BYTES per rank over RANKS ranks (logical cores, --lnc)"},
 }
 COLLECTIVES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
                "alltoall": "all_to_all"}   # micro-benchmark -> the collective kind it runs

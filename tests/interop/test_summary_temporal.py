@@ -97,7 +97,7 @@ def test_a_simulated_multi_chip_capture_names_its_slowed_chip(tmp_path: Path) ->
     """The definitions are engine-agnostic: a 4-chip tensor-parallel capture with chip 2
     slowed by 30 % has communication on every chip, and chip 2 is the straggler."""
     out = tmp_path / "tp4.trnx"
-    cap = trnx("capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b", "--tp", "4", "--layers", "1",
+    cap = trnx("capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b", "--tp", "16", "--layers", "1",
                "--straggler", "chip=2,slowdown=1.3", "-o", out)
     assert cap.returncode == 0, cap.stderr
     t = _summary_json(out)["temporal"]

@@ -34,7 +34,7 @@ CASES = {
     "trn2-prefill": dict(workload="llama3.1-8b", phase="prefill", seq=1024, layers=1, hardware="trn2", cores="0"),
     "trn2-decode": dict(workload="llama3.1-8b", phase="decode", batch=8, layers=2, hardware="trn2", cores="0"),
     "tp4-decode": dict(workload="llama3.1-8b", phase="decode", batch=8, layers=2, hardware="trn3-ultraserver-gen1",
-                       tp=4, cores="0", detail_chips="0,3", workers=1),
+                       tp=16, cores="0", detail_chips="0,3", workers=1),
 }
 
 

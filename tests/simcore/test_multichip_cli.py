@@ -15,7 +15,7 @@ def trnx(*args: str) -> subprocess.CompletedProcess:
 
 def test_straggler_capture_and_summary_name_the_slowest_rank(tmp_path):
     out = tmp_path / "tp.trnx"
-    proc = trnx("capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b", "--tp", "8", "--layers", "2",
+    proc = trnx("capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b", "--tp", "32", "--layers", "2",
                 "--straggler", "chip=5,slowdown=1.3", "--straggler", "chip=6,delay=20us", "--jitter", "1%", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "on 8 chips" in proc.stdout and "collective rank-rows" in proc.stdout
@@ -24,14 +24,16 @@ def test_straggler_capture_and_summary_name_the_slowest_rank(tmp_path):
     assert t.meta["capture"]["straggler"] == "chip=5,slowdown=1.3;chip=6,delay=20000ns"
     rep = json.loads(trnx("summary", str(out), "--json", "--no-recommendations").stdout)
     m = rep["metrics"]
-    assert m["collective_wait_ns"] > 0 and m["collective_transfer_ns"] > 0 and m["cc_op_count"] == 8 * 6  # embedding, 2 per layer, logits
+    # TP=32 at LNC=2: 32 ranks on 8 chips; embedding, 2 per layer, logits
+    assert m["collective_wait_ns"] > 0 and m["collective_transfer_ns"] > 0 and m["cc_op_count"] == 32 * 6
     coll = rep["collectives"]
-    assert len(coll) == 6 and all(c["group_size"] == 8 for c in coll)
+    assert len(coll) == 6 and all(c["group_size"] == 32 for c in coll)
     first = min(coll, key=lambda c: c["arrive_ns"])
     assert first["slowest_chip"] == 6  # the delayed chip is last at the first collective
     assert all(c["slowest_chip"] == 5 for c in coll if c is not first)  # then the slow one, every time
     text = trnx("summary", str(out), "--no-recommendations").stdout
-    assert "collectives (6;" in text and "slowest rank" in text and "chip 5 rank 5" in text
+    assert "collectives (6;" in text and "slowest rank" in text and "chip 5 rank 2" in text   # chip 5: ranks 20-23
+    assert "straggler: rank 5 arrived last at 5 of its 6 collectives" in text   # a chip counts once per collective
 
 
 def test_bad_multichip_flags_exit_2_with_one_line(tmp_path):

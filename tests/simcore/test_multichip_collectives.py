@@ -27,10 +27,10 @@ def one(c):
     return int((c.end_ns - c.start_ns).iloc[0]), str(c.algorithm.iloc[0]), float(c.bus_bw_gbps.iloc[0])
 
 
-def test_tensor_parallel_all_reduce_in_a_server_is_the_ring_formula(cap):
-    """16 chips of one Gen1 server: 2(p-1) a + 2(p-1)/p S/B over the in-server tier, for the
-    all-reduces a TP=16 model step issues (idle system: nobody waits)."""
-    t = cap(hardware=GEN1, workload="llama3.1-8b", tp=16, layers=1, batch=4)
+def test_tensor_parallel_all_reduce_in_a_server_is_the_ring_formula(cap, one_rank_per_chip):
+    """16 chips of one Gen1 server, one rank each: 2(p-1) a + 2(p-1)/p S/B over the in-server tier, for
+    the all-reduces a TP=16 model step issues (idle system: nobody waits)."""
+    t = cap(hardware=one_rank_per_chip(GEN1), workload="llama3.1-8b", tp=16, layers=1, batch=4)
     (B, a), *_ = tiers(GEN1)
     c = t.to_pandas("collectives")
     ar = c[c.kind == "all_reduce"]
@@ -44,11 +44,11 @@ def test_tensor_parallel_all_reduce_in_a_server_is_the_ring_formula(cap):
 
 
 @pytest.mark.parametrize("shape", ["1073741824,64", "4096,64"])
-def test_hierarchical_all_reduce_across_racks_matches_its_pipelined_formula(cap, shape):
+def test_hierarchical_all_reduce_across_racks_matches_its_pipelined_formula(cap, one_rank_per_chip, shape):
     """64 chips = 16 per server x 2 servers per rack x 2 racks: reduce-scatter down the levels,
     all-reduce across racks, all-gather back, pipelined over 1 MiB chunks."""
     S, p = (int(x) for x in shape.split(","))
-    dur, alg, _ = one(cap(hardware=GEN1, workload="allreduce", shape=shape).to_pandas("collectives"))
+    dur, alg, _ = one(cap(hardware=one_rank_per_chip(GEN1), workload="allreduce", shape=shape).to_pandas("collectives"))
     assert alg == "hierarchical"
     (b0, a0), (b1, a1), (b2, a2) = tiers(GEN1)
     levels = [(16, b0, a0), (2, b1, a1), (2, b2, a2)]
@@ -62,9 +62,9 @@ def test_hierarchical_all_reduce_across_racks_matches_its_pipelined_formula(cap,
     assert dur == pytest.approx(expected, rel=0.05)
 
 
-def test_forced_ring_across_racks_runs_at_the_slowest_tier(cap):
+def test_forced_ring_across_racks_runs_at_the_slowest_tier(cap, one_rank_per_chip):
     S = 1 << 28
-    dur, alg, busbw = one(cap(hardware=GEN1, workload="allreduce", shape=f"{S},64", cc_algorithm="ring")
+    dur, alg, busbw = one(cap(hardware=one_rank_per_chip(GEN1), workload="allreduce", shape=f"{S},64", cc_algorithm="ring")
                           .to_pandas("collectives"))
     (_, _), (_, _), (b2, a2) = tiers(GEN1)
     assert alg == "ring"
@@ -74,21 +74,24 @@ def test_forced_ring_across_racks_runs_at_the_slowest_tier(cap):
 
 @pytest.mark.parametrize("name, factor, steps", [("allgather", 15 / 16, 15), ("reducescatter", 15 / 16, 15),
                                                  ("alltoall", 15 / 16, 15), ("allreduce", 2 * 15 / 16, 30)])
-def test_large_messages_approach_the_link_bandwidth_and_small_ones_are_latency_bound(cap, name, factor, steps):
+def test_large_messages_approach_the_link_bandwidth_and_small_ones_are_latency_bound(cap, one_rank_per_chip, name,
+                                                                                       factor, steps):
     (B, a), *_ = tiers(GEN1)
     big, small = 1 << 30, 1 << 10
-    dur, _, busbw = one(cap(hardware=GEN1, workload=name, shape=f"{big},16").to_pandas("collectives"))
+    hw = one_rank_per_chip(GEN1)
+    dur, _, busbw = one(cap(hardware=hw, workload=name, shape=f"{big},16").to_pandas("collectives"))
     assert dur == pytest.approx(steps * a + factor * big / B, rel=0.05)
     assert 0.95 * B <= busbw <= B * 1.001
-    dur, _, busbw = one(cap(hardware=GEN1, workload=name, shape=f"{small},16").to_pandas("collectives"))
+    dur, _, busbw = one(cap(hardware=hw, workload=name, shape=f"{small},16").to_pandas("collectives"))
     assert dur == pytest.approx(steps * a, rel=0.05)
     assert busbw < 0.01 * B
 
 
-def test_ring_on_a_trn2_torus_row(cap):
-    """4 chips of a row of the 4x4 torus: a bidirectional ring over the row's two links."""
+def test_ring_on_a_trn2_torus_row(cap, one_rank_per_chip):
+    """4 chips of a row of the 4x4 torus, one rank each: a bidirectional ring over the row's two links."""
     S = 1 << 28
-    dur, alg, busbw = one(cap(hardware="trn2.48xlarge", workload="allreduce", shape=f"{S},4").to_pandas("collectives"))
+    dur, alg, busbw = one(cap(hardware=one_rank_per_chip("trn2.48xlarge"), workload="allreduce", shape=f"{S},4")
+                          .to_pandas("collectives"))
     B, a = tiers("trn2.48xlarge")[0]
     assert alg == "ring" and dur == pytest.approx(2 * 3 * a + 2 * 3 / 4 * S / B, rel=0.05)
     assert busbw == pytest.approx(B, rel=0.05)
@@ -98,8 +101,9 @@ def test_more_ranks_than_the_system_has_are_refused(cap):
     from simcore.capture import CaptureConfig, resolve
     from simcore.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="allreduce over 65 ranks exceeds the 64 chips of trn3-ultraserver-gen1"):
-        resolve(CaptureConfig(hardware=GEN1, workload="allreduce", shape="1024,65"))
+    with pytest.raises(ConfigError, match=r"allreduce over 257 ranks exceeds the 256 logical cores \(LNC=2\) of the 64 "
+                                          "chips of trn3-ultraserver-gen1"):
+        resolve(CaptureConfig(hardware=GEN1, workload="allreduce", shape="1024,257"))
 
 
 def test_collectives_at_the_same_time_share_the_links():

@@ -142,9 +142,11 @@ def test_hbm_contention_on_trn2_slows_all_cores_streaming(cap):
 
 @pytest.mark.parametrize("name, factor, steps", [("allreduce", 2 * 15 / 16, 30), ("allgather", 15 / 16, 15),
                                                   ("reducescatter", 15 / 16, 15), ("alltoall", 15 / 16, 15)])
-def test_collective_microbenchmarks_follow_alpha_beta(cap, name, factor, steps):
+def test_collective_microbenchmarks_follow_alpha_beta(cap, one_rank_per_chip, name, factor, steps):
+    """16 chips of one rank each on the single-chip preset's flat switch: the reference's formulas."""
     big, small = 1 << 30, 1 << 10
-    t = cap(workload=name, shape=f"{big},16")
+    hw = one_rank_per_chip("trn3")
+    t = cap(hardware=hw, workload=name, shape=f"{big},16")
     link = t.hardware["link"]
     c = t.to_pandas("collectives")
     assert len(c) == 16 and t.hardware["chips"] == 16 and set(c["rank"]) == set(range(16))
@@ -152,6 +154,6 @@ def test_collective_microbenchmarks_follow_alpha_beta(cap, name, factor, steps):
     assert c.end_ns.iloc[0] - c.start_ns.iloc[0] == pytest.approx(expected, rel=1e-6)
     assert (c.wait_ns == 0).all()  # an idle system: every rank arrives at once
     assert c.bus_bw_gbps.iloc[0] > 0.9 * link["bandwidth_gbps"]  # large messages approach the link bandwidth
-    s = cap(workload=name, shape=f"{small},16").to_pandas("collectives")
+    s = cap(hardware=hw, workload=name, shape=f"{small},16").to_pandas("collectives")
     assert s.end_ns.iloc[0] == pytest.approx(steps * link["latency_ns"], rel=0.01)  # small ones are latency bound
     assert s.bus_bw_gbps.iloc[0] < 0.01 * link["bandwidth_gbps"]

@@ -32,19 +32,19 @@ def test_one_row_per_configuration_with_refusals_as_rows(reference):
     assert list(df["config"]) == list(range(6))
     assert list(df.columns[:3]) == ["config", "tp", "batch"] and df["tp"].dtype == "int64"
     assert list(zip(df["tp"], df["batch"], df["status"])) == [
-        (1, 1, "ok"), (1, 16, "refused"), (2, 1, "ok"), (2, 16, "ok"), (3, 1, "refused"), (3, 16, "refused")]
+        (4, 1, "ok"), (4, 16, "refused"), (8, 1, "ok"), (8, 16, "ok"), (3, 1, "refused"), (3, 16, "refused")]
     no_fit = df.iloc[1]
     assert no_fit["fits"] == False and no_fit["hbm_bytes_per_chip"] > no_fit["hbm_capacity_bytes_per_chip"]  # noqa: E712
-    assert no_fit["reason"].startswith("llama3.1-70b decode needs 162.6 GB of HBM")
+    assert no_fit["reason"].startswith("llama3.1-70b decode with tp=4, ep=1, dp=1, pp=1 needs 40.7 GB of HBM per rank")
     assert df.iloc[4]["reason"] == ("llama3.1-70b's 64 attention heads do not divide over --tp 3 chips; "
                                     "use a divisor of 64 such as 2 or 4.") or "do not divide" in df.iloc[4]["reason"]
     for reason in df["reason"].dropna():
         assert reason.endswith(".") and "\n" not in reason and "Traceback" not in reason
     ok = df[df["status"] == "ok"]
     assert ok["reason"].isna().all() and (ok["fits"] == True).all()  # noqa: E712
-    assert (ok["chips_used"] == ok["tp"]).all() and (ok["tokens_per_step"] == ok["batch"]).all()
-    assert ok["trace"].tolist() == ["traces/0000-tp=1-batch=1.trnx", "traces/0002-tp=2-batch=1.trnx",
-                                    "traces/0003-tp=2-batch=16.trnx"]
+    assert (ok["chips_used"] == ok["tp"] // 4).all() and (ok["tokens_per_step"] == ok["batch"]).all()   # 4 ranks a chip
+    assert ok["trace"].tolist() == ["traces/0000-tp=4-batch=1.trnx", "traces/0002-tp=8-batch=1.trnx",
+                                    "traces/0003-tp=8-batch=16.trnx"]
     assert sorted(p.name for p in (reference / "traces").iterdir()) == [Path(t).name for t in ok["trace"]]
 
 
@@ -58,7 +58,7 @@ def test_metrics_are_the_numbers_trnx_summary_gives_for_the_trace(reference):
             assert row[name] == value, name
         for name in ("mfu_estimated_percent", "mbu_estimated_percent", "cc_op_active_time_percent"):
             assert row[name] == report["metrics"][name], name
-    tp2 = df[(df["tp"] == 2) & (df["status"] == "ok")]
+    tp2 = df[(df["tp"] == 8) & (df["status"] == "ok")]
     assert (tp2["cc_op_active_time_percent"] > 0).all()   # tensor parallel: all-reduces in every step
 
 
@@ -67,8 +67,8 @@ def test_open_sweep_and_one_line_pandas_agree(reference):
     assert sweep.results.equals(pd.read_parquet(reference / "results.parquet"))
     assert explorer.open_sweep(reference / "results.parquet").grid_keys == ["tp", "batch"]
     assert sweep.fixed == {"hardware": "trn3-ultraserver-gen1", "workload": "llama3.1-70b", "layers": 1}
-    assert sweep.options(3) == {**sweep.fixed, "tp": 2, "batch": 16}
-    assert sweep.trace_path(3) == reference / "traces" / "0003-tp=2-batch=16.trnx"
+    assert sweep.options(3) == {**sweep.fixed, "tp": 8, "batch": 16}
+    assert sweep.trace_path(3) == reference / "traces" / "0003-tp=8-batch=16.trnx"
     assert sweep.trace_path(1) is None
     front = sweep.pareto("step_time_ns", "tokens_per_s_per_chip")
     assert list(front["config"]) == sorted(front["config"], key=lambda c: sweep.results.loc[c, "step_time_ns"])
@@ -84,7 +84,7 @@ def test_same_seed_same_file_and_resume_runs_only_what_is_missing(reference, tmp
     assert res.exit_code == 0, res.output
     assert (again / "results.parquet").read_bytes() == (reference / "results.parquet").read_bytes()
     assert "6 configurations (3 ok, 3 refused); 6 run now" in res.stdout
-    assert "most tokens/s per chip:" in res.stdout and "tp=2 batch=16" in res.stdout
+    assert "most tokens/s per chip:" in res.stdout and "tp=8 batch=16" in res.stdout
     finished = (again / "results.parquet").stat().st_mtime_ns
     res = CliRunner().invoke(cli, ["sweep", "--resume", "-o", str(again)])
     assert res.exit_code == 0, res.output
@@ -103,7 +103,7 @@ def test_a_failing_configuration_is_a_failed_row_and_resume_runs_it_again(tmp_pa
 
     monkeypatch.setattr(task_module, "_capture_and_measure", broken)
     fixed = {"hardware": "trn3-ultraserver-gen1", "workload": "llama3.1-70b", "layers": 1}
-    run = run_sweep(tmp_path / "s", fixed, ["tp=1,2,3", "batch=1,16"], workers=1)
+    run = run_sweep(tmp_path / "s", fixed, ["tp=4,8,3", "batch=1,16"], workers=1)
     row = run.rows[2]
     assert row["status"] == "failed" and row["reason"] == ("the capture failed because of an internal error "
                                                            "(RuntimeError: simulated bug).")
@@ -114,20 +114,20 @@ def test_a_failing_configuration_is_a_failed_row_and_resume_runs_it_again(tmp_pa
 
 
 def test_a_worker_without_the_sweep_directory_sends_the_kept_trace_back(reference, tmp_path):
-    task = Task(3, {"hardware": "trn3-ultraserver-gen1", "workload": "llama3.1-70b", "layers": 1, "tp": 2, "batch": 16},
-                str(tmp_path / "not-here"), "0" * 32, "0003-tp=2-batch=16.trnx")
+    task = Task(3, {"hardware": "trn3-ultraserver-gen1", "workload": "llama3.1-70b", "layers": 1, "tp": 8, "batch": 16},
+                str(tmp_path / "not-here"), "0" * 32, "0003-tp=8-batch=16.trnx")
     outcome = run_task(task)
-    assert outcome.row["status"] == "ok" and outcome.row["trace"] == "traces/0003-tp=2-batch=16.trnx"
+    assert outcome.row["status"] == "ok" and outcome.row["trace"] == "traces/0003-tp=8-batch=16.trnx"
     assert "meta.json" in outcome.trace_files
     sweep, _ = SweepDir.start(tmp_path / "client", SweepDir.open(reference).spec, resume=False)
-    path = sweep.install_trace("0003-tp=2-batch=16.trnx", outcome.trace_files, task.options)
-    mine, theirs = open_trace(path), open_trace(reference / "traces" / "0003-tp=2-batch=16.trnx")
+    path = sweep.install_trace("0003-tp=8-batch=16.trnx", outcome.trace_files, task.options)
+    mine, theirs = open_trace(path), open_trace(reference / "traces" / "0003-tp=8-batch=16.trnx")
     assert mine.to_pandas("kernels").equals(theirs.to_pandas("kernels"))
     (sweep.traces_dir / "0004-notes.trnx").mkdir()
     (sweep.traces_dir / "0004-notes.trnx" / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="exists and is not this configuration's trace; it was left alone"):
         sweep.install_trace("0004-notes.trnx", outcome.trace_files, task.options)
-    assert sweep.install_trace("0003-tp=2-batch=16.trnx", outcome.trace_files, task.options) == path  # its own: kept
+    assert sweep.install_trace("0003-tp=8-batch=16.trnx", outcome.trace_files, task.options) == path  # its own: kept
     assert (sweep.traces_dir / "0004-notes.trnx" / "notes.txt").read_text() == "mine"
 
 
@@ -139,7 +139,7 @@ START = [*FIXED, *GRID]
     ("file", START, r"exists and is not a directory; choose a new or empty directory for the sweep \(-o\)\.$"),
     ("sweep", START, r"already holds a sweep \(6 of 6 configurations finished\); pass --resume to finish it, or "
                      r"choose another -o\.$"),
-    ("sweep", [*FIXED, "--grid", "tp=1,2", "--resume"], r"holds a different sweep \(.*--grid tp=1,2,3 --grid "
+    ("sweep", [*FIXED, "--grid", "tp=4,8", "--resume"], r"holds a different sweep \(.*--grid tp=4,8,3 --grid "
                                                         r"batch=1,16\); resume it with the same options"),
     ("sweep", [*FIXED, "--resume"], r"--resume without --grid takes the options recorded in the sweep; leave the "
                                     r"others off too\.$"),
@@ -201,8 +201,8 @@ def test_resume_reuses_a_kept_trace_whose_row_was_lost_and_never_replaces_anythi
     shutil.copytree(reference, out)
     sweep = SweepDir.open(out)
     rows = read_rows(out / "results.parquet")
-    kept = out / "traces" / "0000-tp=1-batch=1.trnx"
-    mine = out / "traces" / "0002-tp=2-batch=1.trnx"
+    kept = out / "traces" / "0000-tp=4-batch=1.trnx"
+    mine = out / "traces" / "0002-tp=8-batch=1.trnx"
     shutil.rmtree(mine)
     mine.mkdir()
     (mine / "notes.txt").write_text("not a trace")

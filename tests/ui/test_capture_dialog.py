@@ -262,12 +262,12 @@ def test_multichip_options_from_choices(qtbot, empty_window, tmp_path):
     assert [algos.itemText(i) for i in range(algos.count())] == facts["cc_algorithms"]
     choose(dialog.hardware, "trn3-ultraserver-gen1")
     type_into(dialog.layers, "2")
-    type_into(dialog.extras["tp"], "4")
+    type_into(dialog.extras["tp"], "16")
     type_into(dialog.extras["expert_skew"], "0.5")
     out = tmp_path / "tp4.trnx"
     type_into(dialog.output, str(out))
     settle(qtbot, dialog)
-    assert dialog.error_label.text() == cli_error("-H", "trn3-ultraserver-gen1", "--layers", "2", "--tp", "4",
+    assert dialog.error_label.text() == cli_error("-H", "trn3-ultraserver-gen1", "--layers", "2", "--tp", "16",
                                                   "--expert-skew", "0.5", "-o", str(out))
     type_into(dialog.extras["expert_skew"], "")
     type_into(dialog.extras["straggler"], "chip=1,slowdown=1.3")
@@ -277,11 +277,11 @@ def test_multichip_options_from_choices(qtbot, empty_window, tmp_path):
     QTest.mouseClick(dialog.run_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: w.loaded is not None, timeout=120_000)
     cap = meta_of(out)["capture"]
-    assert (cap["chips"], cap["parallelism"]["tp"], cap["cc_algorithm"], cap["straggler"]) == (4, 4, "ring", "chip=1,slowdown=1.3")
-    # and Re-run with changes brings them back, leaving out what the simulator derived (chips = tp)
+    assert (cap["chips"], cap["parallelism"]["tp"], cap["cc_algorithm"], cap["straggler"]) == (4, 16, "ring", "chip=1,slowdown=1.3")
+    # and Re-run with changes brings them back, leaving out what the simulator derived (chips = tp / 4 ranks a chip)
     dialog = open_capture_dialog(qtbot, w, Qt.ControlModifier | Qt.ShiftModifier, Qt.Key_R)
     assert dialog._current(dialog.hardware) == "trn3-ultraserver-gen1"
-    assert dialog.extras["tp"].text() == "4" and dialog.extras["chips"].text() == ""
+    assert dialog.extras["tp"].text() == "16" and dialog.extras["chips"].text() == ""
     assert dialog.extras["cc_algorithm"].currentText() == "ring"
     assert dialog.extras["straggler"].text() == "chip=1,slowdown=1.3"
 

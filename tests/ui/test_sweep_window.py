@@ -15,7 +15,7 @@ from explorer.ui.palette import category_colours
 from explorer.ui.sweep_window import QtSweep
 
 FIXED = {"hardware": "trn3-ultraserver-gen1", "workload": "llama3.1-70b", "layers": 1}
-GRID = ["tp=1,2,3", "batch=1,16"]
+GRID = ["tp=4,8,3", "batch=1,16"]
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_axes_and_colours_follow_the_combos(opened, sweep_dir):
 
 def test_clicking_a_point_captures_its_trace_off_the_gui_thread_then_opens_it(opened, window, qtbot, sweep_dir):
     w = opened
-    target = sweep_dir / "traces" / "0002-tp=2-batch=1.trnx"
+    target = sweep_dir / "traces" / "0002-tp=8-batch=1.trnx"
     assert w.sweep.trace_path(2) is None
     click_point(qtbot, w, 2)
     assert w.worker is not None and w.worker.isRunning() or target.exists()   # the GUI thread is free meanwhile

@@ -51,7 +51,7 @@ def cluster_runner(address: str, options: dict[str, Any]) -> Any:
         raise UserError("--workers starts local processes and --scheduler uses a cluster's workers; give one of them.")
     if not is_multichip(CaptureConfig.from_kwargs({k: v for k, v in options.items() if v is not None})):
         raise UserError("--scheduler spreads a multi-chip capture's chips over a cluster; this capture runs on one chip "
-                        "(give --tp, --ep, --dp, --pp or --chips, or use trnx sweep --scheduler for many captures).")
+                        "(give --tp, --ep, --dp, --pp, --lnc or --chips, or use trnx sweep --scheduler for many captures).")
     runner = DaskRunner(address)
     runner.connect()  # now: an unreachable scheduler fails before any simulation
     return runner
@@ -67,12 +67,13 @@ Examples:
   trnx capture --hardware my-trn3-2xhbm.toml --workload my-graph.json -o whatif.trnx
 
 \b
-Multi-chip (UltraServers; docs/simulator.md):
-  trnx capture -H trn3-ultraserver-gen1 -w llama3.1-70b --tp 16 -o tp16.trnx
-  trnx capture -H trn3-ultraserver-gen1 -w deepseek-v3 --chips 64 --ep 64 --batch 256 --expert-skew 1.0 -o ep64.trnx
-  trnx capture -H trn3-ultraserver-gen2 -w llama3.1-405b --tp 16 --pp 9 --jitter 2% --straggler chip=5,slowdown=1.3 -o big.trnx
-  trnx capture -H trn3-ultraserver-gen1 -w llama3.1-8b --tp 4 --cores 0 --detail-chips 0,3 -o detail.trnx
-  trnx capture -H trn3-ultraserver-gen2 -w llama3.1-405b --tp 16 --pp 9 --scheduler tcp://head:8786 -o big.trnx
+Multi-chip (degrees count ranks = logical cores, 4 a chip at LNC=2; docs/simulator.md):
+  trnx capture -H trn2.48xlarge -w llama3.1-70b --tp 64 --lnc 2 --phase decode --context 10000 -o t.trnx
+  trnx capture -H trn3-ultraserver-gen1 -w llama3.1-70b --tp 64 -o tp64.trnx
+  trnx capture -H trn3-ultraserver-gen1 -w deepseek-v3 --chips 16 --ep 64 --batch 256 --dtype mxfp8 -o ep64.trnx
+  trnx capture -H trn3-ultraserver-gen2 -w llama3.1-405b --tp 64 --pp 9 --jitter 2% --straggler chip=5,slowdown=1.3 -o big.trnx
+  trnx capture -H trn3-ultraserver-gen1 -w llama3.1-8b --tp 16 --cores 0 --detail-chips 0,3 -o detail.trnx
+  trnx capture -H trn3-ultraserver-gen2 -w llama3.1-405b --tp 64 --pp 9 --scheduler tcp://head:8786 -o big.trnx
 
 `trnx presets` lists the hardware presets, models and micro-benchmarks.""")
 @capture_options

@@ -116,7 +116,7 @@ class _Builder:
     def __init__(self, t0: int, exact: bool) -> None:
         self.t0 = t0
         self.exact = exact
-        self.tracks: dict[str, list[Any]] = {k: [] for k in ("track_id", "chip", "core", "kind", "name", "unit")}
+        self.tracks: dict[str, list[Any]] = {k: [] for k in ("track_id", "chip", "core", "lcore", "kind", "name", "unit")}
         self.parts: dict[str, list[dict[str, Any]]] = {k: [] for k in ("instructions", "dma", "kernels", "counters", "flows")}
         self.cc: list[dict[str, Any]] = []
         self.next_id = 0
@@ -128,13 +128,14 @@ class _Builder:
         self.end = 0
         self._track_of: dict[tuple[int, int, str, str], int] = {}
 
-    def track(self, chip: int, core: int, kind: str, name: str, unit: str = "") -> int:
+    def track(self, chip: int, core: int, kind: str, name: str, unit: str = "", lcore: int = -1) -> int:
         """The row (chip, core, kind, name), created on first use."""
         key = (chip, core, kind, name)
         if key in self._track_of:
             return self._track_of[key]
         tid = self._track_of[key] = len(self.tracks["track_id"])
-        for k, v in (("track_id", tid), ("chip", chip), ("core", core), ("kind", kind), ("name", name), ("unit", unit)):
+        for k, v in (("track_id", tid), ("chip", chip), ("core", core), ("lcore", lcore), ("kind", kind), ("name", name),
+                     ("unit", unit)):
             self.tracks[k].append(v)
         return tid
 
@@ -150,7 +151,7 @@ class _Builder:
             self._trnx_runtime(p, rows)
         self._dma(rank, p, ids)
         self._flows(p, ids)
-        self._collectives(rank, p)
+        self._collectives(rank, p, rows)
         if rows is not None and p.table("TrnxCounters") is not None:
             self._trnx_counters(p, rows)
         else:
@@ -168,7 +169,11 @@ class _Builder:
         if len(core) and (core.min() < -1 or core.max() >= MAX_CORES):
             raise UserError(f"{p.path}/TrnxTracks.parquet has a core outside -1..{MAX_CORES - 1}.")
         kind, name, unit = (t.column(c).to_pylist() for c in ("kind", "name", "unit"))
-        return np.array([self.track(rank, int(c), k, n, u) for c, k, n, u in zip(core.tolist(), kind, name, unit)], np.int32)
+        lcore = ints(t, "lcore", -1) if "lcore" in t.column_names else np.full(len(core), -1)
+        if len(lcore) and (lcore.min() < -1 or lcore.max() >= MAX_CORES):
+            raise UserError(f"{p.path}/TrnxTracks.parquet has an lcore outside -1..{MAX_CORES - 1}.")
+        return np.array([self.track(rank, int(c), k, n, u, int(lc))
+                         for c, k, n, u, lc in zip(core.tolist(), kind, name, unit, lcore.tolist())], np.int32)
 
     def _trnx_counters(self, p: Profile, rows: np.ndarray) -> None:
         t = p.table("TrnxCounters")
@@ -395,10 +400,18 @@ class _Builder:
         self.parts["flows"].append({"src_id": ends[0][ok], "dst_id": ends[1][ok],
                                     "kind": (kind[ok], [v or "dependency" for v in kind_vocab])})
 
-    def _collectives(self, rank: int, p: Profile) -> None:
+    def _collectives(self, rank: int, p: Profile, rows: np.ndarray | None = None) -> None:
         t = p.table("CcOp")
         if t is None or not t.num_rows:
             return
+        if rows is not None and "trnx_track_idx" in t.column_names:   # our export: each rank's own CC row
+            idx = ints(t, "trnx_track_idx", -1)
+            if len(idx) and (idx.min() < 0 or idx.max() >= len(rows)):
+                raise UserError(f"{p.path}/CcOp.parquet names a trnx_track_idx outside TrnxTracks.")
+            tracks = rows[idx].astype(np.int64)
+        else:
+            tracks = np.full(t.num_rows, self.track(rank, -1, "cc", "CC"), np.int64)
+        own_rank = ints(t, "trnx_rank", -1) if "trnx_rank" in t.column_names else np.full(t.num_rows, -1)
         start, end = self._rel(t, "start_ts"), self._rel(t, "end_ts")
         _check_durations(p, "CcOp", start, end - start)
         trig = ints(t, "trigger_start_ts", -1)
@@ -417,7 +430,7 @@ class _Builder:
                         "bytes": nbytes, "arrive_ns": arrive, "start_ns": start, "end_ns": end,
                         "algo_bw": floats(t, "algorithm_bandwidth"), "bus_bw": floats(t, "bus_bandwidth"),
                         "group": t.column("replica_group").to_pylist() if "replica_group" in t.column_names else [None] * n,
-                        "track": self.track(rank, -1, "cc", "CC")})
+                        "track": tracks, "own_rank": own_rank})
 
     def _counters(self, rank: int, p: Profile, hardware: dict[str, Any]) -> None:
         sbuf = (hardware.get("sbuf") or {}).get("bytes_per_core")
@@ -493,8 +506,10 @@ class _Builder:
                 algo = part["algo_bw"][i] / 1e9 if np.isfinite(part["algo_bw"][i]) else (part["bytes"][i] / (e - s) if e > s else 0.0)
                 factor = _BUS.get(kind, lambda q: (q - 1) / q)(size) if size > 0 else 0.0
                 bus = part["bus_bw"][i] / 1e9 if np.isfinite(part["bus_bw"][i]) else algo * factor
-                for k, v in (("collective_id", cid), ("track_id", part["track"]), ("chip", chip),
-                             ("rank", members.index(chip) if chip in members else 0), ("group_size", size), ("kind", kind),
+                own = int(part["own_rank"][i])
+                pos = own if 0 <= own < size else (members.index(chip) if chip in members else 0)
+                for k, v in (("collective_id", cid), ("track_id", int(part["track"][i])), ("chip", chip),
+                             ("rank", pos), ("group_size", size), ("kind", kind),
                              ("algorithm", part["algorithm"][i]), ("op_id", -1), ("bytes", int(part["bytes"][i])),
                              ("arrive_ns", a), ("start_ns", s), ("end_ns", e), ("wait_ns", s - a),
                              ("algo_bw_gbps", float(algo)), ("bus_bw_gbps", float(bus))):

@@ -181,6 +181,8 @@ CC_OP = Table("CcOp", "Collective operations executed by the collective engines.
     _f("cc_trigger_start_delay int64 nanoseconds N", "Delay from trigger to the start of execution."),
     _f("replica_group_id int64 - N", "Replica group id."),
     _f("replica_group string - N", "Participating ranks, e.g. [[0, 1, 2, 3]]."),
+    _f("trnx_track_idx int64 - N", "trnx: the row of TrnxTracks holding this rank's part (a chip's ranks each have one)."),
+    _f("trnx_rank int64 - N", "trnx: the rank's position in its group (the trace's collectives.rank)."),
 ))
 
 CC_INSTRUCTION = Table("CcInstruction", "Instructions executed by the CC-Cores.", (
@@ -348,6 +350,7 @@ SCHEMA_FIELDS = Table("SchemaFields", "The schema of this profile, one row per (
 
 TRNX_TRACKS = Table("TrnxTracks", "trnx: every timeline row of the chip (the trace's `tracks`), so rows without events survive.", (
     _f("core int64 - Y", "Physical core (-1: chip-level)."), _f("kind string - Y", "Row kind."),
+    _f("lcore int64 - N", "Logical core of the chip the row belongs to (-1: none; the trace's tracks.lcore)."),
     _f("name string - Y", "Row name."), _f("unit string - Y", "Counter unit ('' for interval rows)."),
 ))
 TRNX_COUNTERS = Table("TrnxCounters", "trnx: the trace's counter samples exactly (Neuron's usage tables hold converted copies).", (

@@ -305,10 +305,20 @@ def stragglers(trace: Trace, scope: Scope | None = None) -> pd.DataFrame:
     n_last = np.bincount(inv, weights=last.astype(np.float64), minlength=n)
     caused = np.where(last, total_wait[inv] / np.maximum(n_last[inv], 1), 0.0)
     lateness = (arrive - first[inv]).astype(np.float64)
-    ranks, rinv = np.unique(chip, return_inverse=True)
-    count = np.bincount(rinv, weights=shared.astype(np.float64), minlength=len(ranks))
-    lasts = np.bincount(rinv, weights=last.astype(np.float64), minlength=len(ranks))
-    late = np.bincount(rinv, weights=np.where(shared, lateness, 0.0), minlength=len(ranks))
+    # a chip holding several ranks (logical cores) of a collective counts once per collective: it is
+    # last when one of its ranks is, as late as its latest rank
+    pair = inv.astype(np.int64) * (int(chip.max()) + 1) + chip
+    _, first_row, pinv = np.unique(pair, return_index=True, return_inverse=True)
+    p_last = np.zeros(len(first_row), bool)
+    np.logical_or.at(p_last, pinv, last)
+    p_late = np.zeros(len(first_row))
+    np.maximum.at(p_late, pinv, np.where(shared, lateness, 0.0))
+    p_chip, p_shared = chip[first_row], shared[first_row]
+    ranks, prinv = np.unique(p_chip, return_inverse=True)
+    rinv = np.searchsorted(ranks, chip)
+    count = np.bincount(prinv, weights=p_shared.astype(np.float64), minlength=len(ranks))
+    lasts = np.bincount(prinv, weights=p_last.astype(np.float64), minlength=len(ranks))
+    late = np.bincount(prinv, weights=p_late, minlength=len(ranks))
     caused_r = np.bincount(rinv, weights=caused, minlength=len(ranks))
     own = np.bincount(rinv, weights=wait.astype(np.float64), minlength=len(ranks))
     frame = pd.DataFrame({

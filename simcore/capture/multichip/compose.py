@@ -1,7 +1,7 @@
-"""Put every chip's compute on one timeline and resolve the collectives between them.
+"""Put every rank's compute on one timeline and resolve the collectives between them.
 
-Each chip runs its program in order: a stretch of compute (its class's simulated
-duration x the chip's jitter/straggler factor for that stretch), then its part in a
+Each rank (logical core) runs its program in order: a stretch of compute (its class's simulated
+duration x the rank's jitter/straggler factor for that stretch), then its part in a
 collective, then the next stretch. A rank *arrives* at a collective when its own work
 before it is done; the collective *starts* when the last rank of its group arrives
 (every earlier rank waits: wait = start - arrive), and ends after its latency and its
@@ -42,7 +42,8 @@ class Deadlock(RuntimeError):
 def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay: np.ndarray,
             slice_ns: float, horizon_ns: float) -> Timeline:
     """`seg_dur[c]` is chip c's simulated duration of each segment (between comm items)."""
-    chips = plan.chips
+    chips = plan.ranks        # one program per rank (the names below say chip for a rank)
+    topo = plan.topo
     comms = [[it for it in prog if isinstance(it, CommRef)] for prog in plan.programs]
     ncoll = len(plan.collectives)
     arrive = [np.full(c.plan.ranks, np.nan) for c in plan.collectives]
@@ -51,7 +52,7 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
     end: list[np.ndarray | None] = [None] * ncoll
     rank_of = [{chip: r for r, chip in enumerate(c.plan.group)} for c in plan.collectives]
     waiting: list[list[int]] = [[] for _ in range(ncoll)]      # chips blocked on each collective
-    ledger = LinkLedger(chips, plan.topo.bandwidth, slice_ns, horizon_ns)
+    ledger = LinkLedger(topo.chips, topo.bandwidth, slice_ns, horizon_ns, topo.link_tiers)  # links are per chip
     seg_real = [np.zeros(len(comms[c]) + 1) for c in range(chips)]
     t = np.array(delay, np.float64, copy=True)
     pos = np.zeros(chips, np.int64)          # next comm item of each chip
@@ -65,13 +66,13 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
         s = float(np.max(arrive[i]))
         start[i] = s
         if p.coupled:
-            e = ledger.flow(s + float(p.latency.max()), float(p.transfer.max()), np.asarray(p.group), p.demand_out,
-                            p.demand_in)
+            e = ledger.flow(s + float(p.latency.max()), float(p.transfer.max()),
+                            np.asarray(p.group) // topo.per_chip, p.demand_out, p.demand_in)
             end[i] = np.full(p.ranks, e)
         else:
             ends = np.empty(p.ranks)
             for r, chip in enumerate(p.group):
-                ends[r] = ledger.flow(s + float(p.latency[r]), float(p.transfer[r]), np.array([chip]),
+                ends[r] = ledger.flow(s + float(p.latency[r]), float(p.transfer[r]), np.array([chip // topo.per_chip]),
                                       p.demand_out[r:r + 1], p.demand_in[r:r + 1])
             end[i] = ends
         for chip in waiting[i]:
@@ -114,6 +115,6 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
             in_seg[c] = True
     if not done.all():
         stuck = int(np.flatnonzero(~done)[0])
-        raise Deadlock(f"chip {stuck} waits forever at its collective #{int(pos[stuck])}")
+        raise Deadlock(f"rank {stuck} waits forever at its collective #{int(pos[stuck])}")
     final = max(float(t.max()), max((float(e.max()) for e in end if e is not None), default=0.0))
     return Timeline(seg_real, factor, arrive, start, end, ledger, final)  # type: ignore[arg-type]

@@ -42,16 +42,34 @@ def is_multichip(c: CaptureConfig) -> bool:
     return any(_asks_for_chips(n, getattr(c, n)) for n in parallel_options() if n != "chips")
 
 
+def resolve_lnc(c: CaptureConfig, hw: Hardware) -> int:
+    """--lnc checked against what the chip allows (the preset's `[lnc]`); its default when not given."""
+    if c.lnc is None:
+        return hw.lnc_default
+    lnc = positive("lnc", c.lnc)
+    if lnc not in hw.lnc_choices:
+        allowed = " or ".join(str(x) for x in hw.lnc_choices)
+        raise ConfigError(f"--lnc {lnc} is not a logical-core size of {hw.name}; use {allowed}.")
+    return lnc
+
+
+def is_collective_benchmark(name: str) -> bool:
+    return name in MICROBENCHMARKS and MICROBENCHMARKS[name]["shape"].startswith("BYTES")
+
+
 def check_single_chip_options(c: CaptureConfig, name: str) -> None:
-    """Micro-benchmarks and op graphs run on one chip (collectives take their ranks from --shape)."""
+    """Micro-benchmarks and op graphs run on one chip (collectives take their ranks from --shape,
+    logical cores of --lnc physical cores each)."""
     if name in MODELS:
         if c.chips is not None:
             positive("chips", c.chips)
         return
     for opt in parallel_options():
+        if opt == "lnc" and is_collective_benchmark(name):
+            continue
         if _asks_for_chips(opt, getattr(c, opt)):
             extra = " (collective micro-benchmarks take their ranks from --shape BYTES,RANKS)" \
-                if name in MICROBENCHMARKS and MICROBENCHMARKS[name]["shape"].startswith("BYTES") else ""
+                if is_collective_benchmark(name) else ""
             raise ConfigError(f"{flag_of(opt)} applies to model workloads, not {name}{extra}.")
     if c.cc_algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown --cc-algorithm '{c.cc_algorithm}'; choose one of {', '.join(ALGORITHMS)}.")
@@ -73,25 +91,34 @@ def resolve_multichip(c: CaptureConfig, hw: Hardware, cc: int, detail: str, deta
     tp = 1 if c.tp is None else positive("tp", c.tp)
     pp = 1 if c.pp is None else positive("pp", c.pp)
     ep = 1 if c.ep is None else positive("ep", c.ep)
+    lnc = resolve_lnc(c, hw)
+    if c.compute_cores is not None and c.compute_cores != lnc:
+        raise ConfigError(f"--compute-cores applies to one-chip captures; each rank of a parallel capture runs on its "
+                          f"logical core's {lnc} physical core{'s' if lnc > 1 else ''} (--lnc {lnc}).")
+    per_chip = hw.cores_per_chip // lnc
     max_chips = hw.chips if "topology" in hw.data else MAX_FLAT_CHIPS
     if c.chips is not None:
         chips = positive("chips", c.chips)
+        room = chips * per_chip
         if c.dp is None:
-            if chips % (tp * pp):
-                raise ConfigError(f"--chips {chips} does not divide into --tp {tp} x --pp {pp}; "
-                                  f"use a multiple of {tp * pp} chips.")
-            dp = chips // (tp * pp)
+            if room % (tp * pp):
+                raise ConfigError(f"the {room} ranks of --chips {chips} (LNC={lnc}: {per_chip} per chip) do not divide into "
+                                  f"--tp {tp} x --pp {pp}; use a multiple of {tp * pp} ranks.")
+            dp = room // (tp * pp)
         else:
             dp = positive("dp", c.dp)
-            if tp * dp * pp != chips:
-                raise ConfigError(f"--tp {tp} x --dp {dp} x --pp {pp} = {tp * dp * pp} chips, but --chips is {chips}.")
+            if tp * dp * pp != room:
+                raise ConfigError(f"--tp {tp} x --dp {dp} x --pp {pp} = {tp * dp * pp} ranks, but --chips {chips} holds "
+                                  f"{room} (LNC={lnc}: {per_chip} per chip).")
     else:
         dp = 1 if c.dp is None else positive("dp", c.dp)
-        chips = tp * dp * pp
+        chips = -(-(tp * dp * pp) // per_chip)
+    ranks = tp * dp * pp
     where = f"the {max_chips} chips of {hw.name}" if "topology" in hw.data else \
         f"the simulator's limit of {max_chips} chips for a preset without a topology"
     if chips > max_chips:
-        raise ConfigError(f"{chips} chips (--tp {tp} x --dp {dp} x --pp {pp}) exceed {where}.")
+        raise ConfigError(f"{ranks} ranks (--tp {tp} x --dp {dp} x --pp {pp}) need {chips} chips at LNC={lnc} "
+                          f"({per_chip} ranks per chip), more than {where}.")
     # what the model's shapes allow
     if cfg.heads % tp:
         sugg = _largest_divisor(cfg.heads, tp)
@@ -100,9 +127,9 @@ def resolve_multichip(c: CaptureConfig, hw: Hardware, cc: int, detail: str, deta
     if not cfg.mla and (cfg.kv_heads % tp if cfg.kv_heads >= tp else tp % cfg.kv_heads):
         raise ConfigError(f"{cfg.name}'s {cfg.kv_heads} KV heads neither divide over nor evenly replicate across --tp {tp}.")
     local_heads = cfg.heads // tp
-    if local_heads % cc and cc % local_heads:
-        raise ConfigError(f"{cfg.name}'s {local_heads} attention heads per chip (--tp {tp}) do not spread over "
-                          f"{cc} compute cores; use --compute-cores dividing or divided by {local_heads}.")
+    if local_heads % lnc and lnc % local_heads:
+        raise ConfigError(f"{cfg.name}'s {local_heads} attention heads per rank (--tp {tp}) do not spread over the "
+                          f"{lnc} physical cores of a logical core (--lnc {lnc}).")
     if cfg.intermediate % tp or cfg.vocab % tp:
         what = "MLP width" if cfg.intermediate % tp else "vocabulary"
         size = cfg.intermediate if cfg.intermediate % tp else cfg.vocab
@@ -146,7 +173,7 @@ def resolve_multichip(c: CaptureConfig, hw: Hardware, cc: int, detail: str, deta
     else:
         sp = False
     par = Parallelism(tp, ep, dp, pp, sp, mb)
-    topo = topology_of(hw, chips)
+    topo = topology_of(hw, ranks, lnc)
     if c.cc_algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown --cc-algorithm '{c.cc_algorithm}'; choose one of {', '.join(ALGORITHMS)}.")
     jitter = parse_jitter(c.jitter)
@@ -171,7 +198,10 @@ def resolve_multichip(c: CaptureConfig, hw: Hardware, cc: int, detail: str, deta
         detail_cores = detail_cores or [0]
     elif detail == "instruction":
         detail_chips = [0]
-    mem = check_chip_fits(cfg, phase, batch, seq, context, dtype, par, hw.hbm_capacity, hw.name)
+    on_chip = min(per_chip, ranks)   # ranks on the fullest chip
+    mem = check_chip_fits(cfg, phase, batch, seq, context, dtype, par, hw.logical_core(lnc).hbm_capacity,
+                          f"logical core of a {hw.name} chip (LNC={lnc})", on_chip)
+    mem = {k: v * on_chip for k, v in mem.items()}   # meta.json memory_bytes: the fullest chip's
     wl = Workload(cfg.name, cfg.display, "model", dtype, [], model_params(cfg, phase, batch, seq, context, layers),
                   phase, {L: f"layer {L}" for L in range(layers)})
     mc = MultiChip(cfg, phase, batch, seq, context, layers, par, topo, jitter, stragglers, skew, detail_chips,

@@ -32,7 +32,8 @@ class MultiChip:
 
     def meta(self) -> dict[str, Any]:
         """meta.json `capture` keys; option names match CaptureConfig so a trace can be re-run."""
-        out: dict[str, Any] = {"parallelism": self.par.to_dict(), "chips": self.par.chips,
+        out: dict[str, Any] = {"parallelism": self.par.to_dict(), "chips": self.topo.chips, "ranks": self.par.ranks,
+                               "lnc": self.topo.lnc,
                                "sequence_parallel": self.par.sp, "microbatches": self.par.microbatches,
                                "topology": self.topo.describe(), "jitter": self.jitter,
                                "straggler": ";".join(s.to_text() for s in self.stragglers) or None,

@@ -1,10 +1,12 @@
 """Trace tables of a multi-chip capture, written chip by chip (every per-chip table partitioned).
 
-Per chip: a `Kernels` row per core, engine, DMA-queue and `CC` rows per instruction-detail
-core of an instruction-detail chip, `State Buffer Usage`, `PSUM Usage` and `Throttling`
-per core, and chip-level `CC` (the chip's rank in every collective), `HBM Read/Write
-Bandwidth` and `Link Bandwidth` (bytes the chip sent over its links). A chip's rows are
-its class's simulated rows mapped onto the composed timeline, one numpy pass per table.
+A chip holds ranks (logical cores of --lnc physical cores). Per physical core of a rank: a
+`Kernels` and a `Runtime` row, engine, DMA-queue and `CC` rows per instruction-detail core
+of an instruction-detail chip, `State Buffer Usage`, `PSUM Usage` and `Throttling`; per
+rank a `CC` row (its part in every collective; `tracks.lcore` says which logical core);
+per chip `HBM Read/Write Bandwidth` (its ranks together) and `Link Bandwidth` (bytes the
+chip sent over its chip-to-chip links). A rank's rows are its class's simulated rows mapped
+onto the composed timeline, one numpy pass per table.
 """
 
 from __future__ import annotations
@@ -30,17 +32,23 @@ MIN_BIN_NS = 1000.0
 
 
 @dataclass
-class ChipLayout:
-    """Track ids of one chip."""
+class RankLayout:
+    """Track ids of one rank, indexed by its physical cores 0..lnc-1."""
 
-    kernel: np.ndarray          # per core
-    runtime: np.ndarray         # per core: its Runtime row
-    engine_base: dict[int, int]  # detail core -> first engine track
-    cc_core: dict[int, int]      # detail core -> its CC track
+    kernel: np.ndarray
+    runtime: np.ndarray
+    engine_base: dict[int, int]  # detail core (rank-local) -> first engine track
+    cc_core: dict[int, int]      # detail core (rank-local) -> its CC track
     sbuf: np.ndarray
     psum: np.ndarray
     throttle: np.ndarray
     cc: int
+
+
+@dataclass
+class ChipLayout:
+    """Chip-level track ids."""
+
     hbm_read: int
     hbm_write: int
     link: int
@@ -60,11 +68,12 @@ def _collapse_sorted(track: np.ndarray, t: np.ndarray, v: np.ndarray) -> tuple[n
 class MultiChipTables:
     def __init__(self, hw: Hardware, plan: StepPlan, sims: list[ChipSim], class_of: np.ndarray,
                  class_programs: list[list], tl: Timeline, detail_chips: list[int], detail_cores: list[int],
-                 compute_cores: int, display: str) -> None:
+                 display: str) -> None:
         self.hw, self.plan, self.sims, self.class_of, self.tl = hw, plan, sims, class_of, tl
+        self.topo = plan.topo
+        self.lnc, self.per_chip = self.topo.lnc, self.topo.per_chip
         self.detail_chips = set(detail_chips)
         self.detail_cores = list(detail_cores)
-        self.compute_cores = compute_cores
         self.display = display
         self.end_ns = int(np.ceil(tl.end_ns))
         self._tracks()
@@ -73,43 +82,57 @@ class MultiChipTables:
         self.kernel_names = Vocab()
         self.class_name_map = [np.array([self.kernel_names.code(n) for n in s.names] or [0], np.int64) for s in sims]
 
+    def ranks_of(self, chip: int) -> range:
+        return range(chip * self.per_chip, min(self.plan.ranks, (chip + 1) * self.per_chip))
+
+    def base_core(self, rank: int) -> int:
+        """The rank's first physical core on its chip."""
+        return (rank % self.per_chip) * self.lnc
+
     # -- tracks -----------------------------------------------------------------------------
     def _tracks(self) -> None:
-        rows: list[tuple[int, int, str, str, str]] = []
-        self.layout: list[ChipLayout] = []
-        n = self.hw.cores_per_chip
+        rows: list[tuple[int, int, int, str, str, str]] = []
+        self.layout: list[RankLayout] = []
+        self.chip_layout: list[ChipLayout] = []
+        n = self.lnc
         Q = self.hw.dma_queues
 
-        def add(chip: int, core: int, kind: str, name: str, unit: str = "") -> int:
-            rows.append((chip, core, kind, name, unit))
+        def add(chip: int, core: int, lcore: int, kind: str, name: str, unit: str = "") -> int:
+            rows.append((chip, core, lcore, kind, name, unit))
             return len(rows) - 1
 
-        for chip in range(self.plan.chips):
-            kernel = np.zeros(n, np.int64)
-            runtime = np.zeros(n, np.int64)
-            engine_base: dict[int, int] = {}
-            cc_core: dict[int, int] = {}
+        for chip in range(self.topo.chips):
             detail = chip in self.detail_chips
-            cc = add(chip, -1, "cc", "CC")
-            for core in range(n):
-                runtime[core] = add(chip, core, "runtime", RUNTIME_TRACK)
-                kernel[core] = add(chip, core, "kernel", "Kernels")
-                if detail and core in self.detail_cores:
-                    engine_base[core] = len(rows)
-                    for kind, name in ENGINE_TRACKS:
-                        add(chip, core, kind, name)
-                    for q in range(Q):
-                        add(chip, core, "dma_queue", dma_track_name(q))
-                    cc_core[core] = add(chip, core, "cc", "CC")
-            sbuf, psum, thr = (np.zeros(n, np.int64) for _ in range(3))
-            for core in range(n):
-                sbuf[core] = add(chip, core, "counter", S.COUNTER_SBUF, "bytes")
-                psum[core] = add(chip, core, "counter", S.COUNTER_PSUM, "bytes")
-                thr[core] = add(chip, core, "counter", S.COUNTER_THROTTLE, "%")
-            hr = add(chip, -1, "counter", S.COUNTER_HBM_READ, "GB/s")
-            hwr = add(chip, -1, "counter", S.COUNTER_HBM_WRITE, "GB/s")
-            link = add(chip, -1, "counter", S.COUNTER_LINK, "GB/s")
-            self.layout.append(ChipLayout(kernel, runtime, engine_base, cc_core, sbuf, psum, thr, cc, hr, hwr, link))
+            ranks = self.ranks_of(chip)
+            ccs = {r: add(chip, -1, r % self.per_chip, "cc", "CC" if self.per_chip == 1 else f"CC rank {r}")
+                   for r in ranks}
+            for r in ranks:
+                lc, base = r % self.per_chip, self.base_core(r)
+                kernel = np.zeros(n, np.int64)
+                runtime = np.zeros(n, np.int64)
+                engine_base: dict[int, int] = {}
+                cc_core: dict[int, int] = {}
+                for i in range(n):
+                    core = base + i
+                    runtime[i] = add(chip, core, lc, "runtime", RUNTIME_TRACK)
+                    kernel[i] = add(chip, core, lc, "kernel", "Kernels")
+                    if detail and core in self.detail_cores:
+                        engine_base[i] = len(rows)
+                        for kind, name in ENGINE_TRACKS:
+                            add(chip, core, lc, kind, name)
+                        for q in range(Q):
+                            add(chip, core, lc, "dma_queue", dma_track_name(q))
+                        cc_core[i] = add(chip, core, lc, "cc", "CC")
+                sbuf, psum, thr = (np.zeros(n, np.int64) for _ in range(3))
+                for i in range(n):
+                    sbuf[i] = add(chip, base + i, lc, "counter", S.COUNTER_SBUF, "bytes")
+                    psum[i] = add(chip, base + i, lc, "counter", S.COUNTER_PSUM, "bytes")
+                    thr[i] = add(chip, base + i, lc, "counter", S.COUNTER_THROTTLE, "%")
+                self.layout.append(RankLayout(kernel, runtime, engine_base, cc_core, sbuf, psum, thr, ccs[r]))
+            hr = add(chip, -1, -1, "counter", S.COUNTER_HBM_READ, "GB/s")
+            hwr = add(chip, -1, -1, "counter", S.COUNTER_HBM_WRITE, "GB/s")
+            link = add(chip, -1, -1, "counter", S.COUNTER_LINK, "GB/s")
+            self.chip_layout.append(ChipLayout(hr, hwr, link))
         self.track_rows = rows
 
     # -- op hierarchy -------------------------------------------------------------------------
@@ -139,31 +162,35 @@ class MultiChipTables:
         tr = self.track_rows
         w.write("tracks", {
             "track_id": np.arange(len(tr), dtype=np.int32), "chip": np.array([r[0] for r in tr], np.int32),
-            "core": np.array([r[1] for r in tr], np.int32), "kind": [r[2] for r in tr], "name": [r[3] for r in tr],
-            "unit": [r[4] for r in tr],
+            "core": np.array([r[1] for r in tr], np.int32), "lcore": np.array([r[2] for r in tr], np.int32),
+            "kind": [r[3] for r in tr], "name": [r[4] for r in tr], "unit": [r[5] for r in tr],
         })
         self.next_kernel = 0
         self.next_event = 0
         comms = [[it for it in prog if isinstance(it, CommRef) and not it.wait] for prog in self.plan.programs]
-        for chip in range(self.plan.chips):
-            self._chip(w, chip, comms[chip])
+        for chip in range(self.topo.chips):
+            hbm = []
+            for r in self.ranks_of(chip):
+                hbm.append(self._rank(w, chip, r, comms[r]))
+            self._chip_counters(w, chip, hbm)
             if progress is not None:
-                progress(chip + 1, self.plan.chips)
+                progress(chip + 1, self.topo.chips)
         self._write_ops(w)
 
-    def _map(self, chip: int, sim: ChipSim, t: np.ndarray, seg: np.ndarray) -> np.ndarray:
-        f = self.tl.factor[chip, seg]
-        return self.tl.seg_real[chip][seg] + (t - sim.seg_start[seg]) * f
+    def _map(self, rank: int, sim: ChipSim, t: np.ndarray, seg: np.ndarray) -> np.ndarray:
+        f = self.tl.factor[rank, seg]
+        return self.tl.seg_real[rank][seg] + (t - sim.seg_start[seg]) * f
 
-    def _chip(self, w: TraceWriter, chip: int, comms: list[CommRef]) -> None:
-        k = int(self.class_of[chip])
+    def _rank(self, w: TraceWriter, chip: int, rank: int, comms: list[CommRef]) -> tuple:
+        """Write one rank's rows; returns its HBM slices on the real timeline (start, width, read, write)."""
+        k = int(self.class_of[rank])
         sim = self.sims[k]
-        lay = self.layout[chip]
+        lay = self.layout[rank]
         kern = sim.kern
         n = len(kern["start"])
         seg = kern["seg"]
-        start = np.rint(self._map(chip, sim, kern["start"], seg)).astype(np.int64)
-        end = np.maximum(np.rint(self._map(chip, sim, kern["end"], seg)).astype(np.int64), start)
+        start = np.rint(self._map(rank, sim, kern["start"], seg)).astype(np.int64)
+        end = np.maximum(np.rint(self._map(rank, sim, kern["end"], seg)).astype(np.int64), start)
         op_ids = self.class_op_ids[k][kern["op"]]
         kid = self.next_kernel + np.arange(n, dtype=np.int64)
         self.next_kernel += n
@@ -171,45 +198,50 @@ class MultiChipTables:
         if n:
             w.write("kernels", {
                 "kernel_id": kid, "track_id": lay.kernel[core].astype(np.int32), "chip": np.full(n, chip, np.int32),
-                "core": core.astype(np.int32), "op_id": op_ids, "name": (self.class_name_map[k][kern["name"]],
-                                                                          self.kernel_names.values),
+                "core": (core + self.base_core(rank)).astype(np.int32), "op_id": op_ids,
+                "name": (self.class_name_map[k][kern["name"]], self.kernel_names.values),
                 "start_ns": start, "dur_ns": end - start, "flops": kern["flops"], "model_flops": kern["model_flops"],
                 "hbm_read_bytes": kern["hbm_read"], "hbm_write_bytes": kern["hbm_write"],
                 "dtype": (kern["dtype"], DTYPES.values),
             }, chip=chip)
             np.minimum.at(self.op_start, op_ids, start)
             np.maximum.at(self.op_end, op_ids, end)
-        self._runtime(w, chip, sim)
-        self._collectives(w, chip, comms)
-        self._counters(w, chip, sim, start, end)
+        self._runtime(w, chip, rank, sim)
+        self._collectives(w, chip, rank, comms)
+        self._counters(w, chip, rank, sim, start, end)
         if chip in self.detail_chips:
-            self._detail(w, chip, sim, kid, comms)
+            self._detail(w, chip, rank, sim, kid, comms)
+        h = sim.hbm
+        if not len(h["t"]):
+            return ()
+        f = self.tl.factor[rank, h["seg"]]
+        return self._map(rank, sim, h["t"], h["seg"]), h["width"] * f, h["read"], h["write"]
 
-    def _runtime(self, w: TraceWriter, chip: int, sim: ChipSim) -> None:
-        """The chip's Runtime rows (barriers, launches), mapped onto its timeline like its kernels."""
+    def _runtime(self, w: TraceWriter, chip: int, rank: int, sim: ChipSim) -> None:
+        """The rank's Runtime rows (barriers, launches), mapped onto its timeline like its kernels."""
         r = sim.runtime
         n = len(r.get("core", ()))
         if not n:
             return
-        s = np.rint(self._map(chip, sim, r["start"], r["seg"])).astype(np.int64)
-        e = np.maximum(np.rint(self._map(chip, sim, r["end"], r["seg"])).astype(np.int64), s)
+        s = np.rint(self._map(rank, sim, r["start"], r["seg"])).astype(np.int64)
+        e = np.maximum(np.rint(self._map(rank, sim, r["end"], r["seg"])).astype(np.int64), s)
         ids = self.next_event + np.arange(n, dtype=np.int64)
         self.next_event += n
         rows = {"id": ids, "start_ns": s, "dur_ns": e - s, "opcode": r["opcode"], "kernel_id": np.full(n, -1, np.int64),
                 "flops": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64),
                 "dtype": np.full(n, DTYPES.code("bf16"), np.int64)}
-        tracks = self.layout[chip].runtime[r["core"]]
+        tracks = self.layout[rank].runtime[r["core"]]
         per_track = {int(t): [{k: v[tracks == t] for k, v in rows.items()}] for t in np.unique(tracks)}
         _write_grouped(w, "instructions", per_track, {"opcode": OPCODES.values, "dtype": DTYPES.values}, chip)
 
-    def _collectives(self, w: TraceWriter, chip: int, comms: list[CommRef]) -> None:
+    def _collectives(self, w: TraceWriter, chip: int, rank: int, comms: list[CommRef]) -> None:
         if not comms:
             return
         tl, colls = self.tl, self.plan.collectives
         rows = []
         for ref in comms:
             c = colls[ref.coll]
-            r = c.plan.group.index(chip)
+            r = c.plan.group.index(rank)
             rows.append((ref.coll, r, c.plan.ranks, tl.arrive[ref.coll][r], tl.start[ref.coll], tl.end[ref.coll][r],
                          int(c.plan.nbytes[r]), bus_factor(c.kind, c.plan.ranks)))
         a = np.array(rows, np.float64)
@@ -224,7 +256,7 @@ class MultiChipTables:
         kinds = [colls[i].kind for i in ids]
         algs = [colls[i].plan.algorithm for i in ids]
         w.write("collectives", {
-            "collective_id": ids[order], "track_id": np.full(len(ids), self.layout[chip].cc, np.int32),
+            "collective_id": ids[order], "track_id": np.full(len(ids), self.layout[rank].cc, np.int32),
             "chip": np.full(len(ids), chip, np.int32), "rank": a[order, 1].astype(np.int32),
             "group_size": a[order, 2].astype(np.int32), "kind": [kinds[i] for i in order],
             "algorithm": [algs[i] for i in order], "op_id": self.coll_op[ids[order]], "bytes": nbytes[order],
@@ -262,27 +294,33 @@ class MultiChipTables:
         t.append(sim.thr["t"])
         counter, core, src, value, t = (np.concatenate(x) for x in (counter, core, src, value, t))
         order = np.lexsort((t, counter, core))
-        got = self._orders[k] = (counter[order] * self.hw.cores_per_chip + core[order], src[order], value[order])
+        got = self._orders[k] = (counter[order] * self.lnc + core[order], src[order], value[order])
         return got
 
-    def _counters(self, w: TraceWriter, chip: int, sim: ChipSim, start: np.ndarray, end: np.ndarray) -> None:
-        lay = self.layout[chip]
-        slot, src, value = self._counter_order(int(self.class_of[chip]))
+    def _counters(self, w: TraceWriter, chip: int, rank: int, sim: ChipSim, start: np.ndarray, end: np.ndarray) -> None:
+        """The rank's per-core counters: SBUF and PSUM usage, throttling."""
+        lay = self.layout[rank]
+        slot, src, value = self._counter_order(int(self.class_of[rank]))
         th = sim.thr
-        thr_t = np.rint(self._map(chip, sim, th["t"], th["seg"])).astype(np.int64) if len(th["t"]) else np.zeros(0, np.int64)
+        thr_t = np.rint(self._map(rank, sim, th["t"], th["seg"])).astype(np.int64) if len(th["t"]) else np.zeros(0, np.int64)
         t_all = np.concatenate([start, end, thr_t])
         track_of_slot = np.concatenate([lay.sbuf, lay.psum, lay.throttle])
-        tracks, times, values = [track_of_slot[slot]], [t_all[src]], [value]
+        tr, t, v = _collapse_sorted(track_of_slot[slot], t_all[src].astype(np.int64), value)
+        w.write("counters", {"track_id": tr.astype(np.int32), "time_ns": t, "value": v}, chip=chip)
+
+    def _chip_counters(self, w: TraceWriter, chip: int, hbm: list[tuple]) -> None:
+        """The chip's HBM read/write bandwidth (its ranks together) and link bandwidth."""
+        lay = self.chip_layout[chip]
         end_ns = max(self.end_ns, 1)
-        h = sim.hbm
-        slice_max = float(h["width"].max() * self.tl.factor[chip].max()) if len(h["t"]) else 0.0
+        hbm = [h for h in hbm if h]
+        slice_max = max((float(h[1].max()) for h in hbm), default=0.0)
         link_slice = self.tl.ledger.slice_ns
         bin_ns = max(MIN_BIN_NS, end_ns / MAX_BINS, slice_max, link_slice)
         edges = bin_edges(end_ns, bin_ns)
-        dt = np.diff(edges)
-        if len(h["t"]):  # a window's slices are clipped to its end, so windows never share a bin's time
-            f = self.tl.factor[chip, h["seg"]]
-            rd, wr = spread_bytes(self._map(chip, sim, h["t"], h["seg"]), h["width"] * f, [h["read"], h["write"]], edges)
+        dt = np.maximum(np.diff(edges), 1e-9)   # float edges may touch at the trace end
+        if hbm:  # a window's slices are clipped to its end, so windows never share a bin's time
+            cat = [np.concatenate([h[i] for h in hbm]) for i in range(4)]
+            rd, wr = spread_bytes(cat[0], cat[1], [cat[2], cat[3]], edges)
             rd, wr = rd / dt, wr / dt
         else:
             rd = wr = np.zeros(len(dt))
@@ -296,6 +334,7 @@ class MultiChipTables:
         else:
             link = np.zeros(len(dt))
         grid = np.rint(edges[:-1]).astype(np.int64)
+        tracks, times, values = [], [], []
         for tid, v in ((lay.hbm_read, rd), (lay.hbm_write, wr), (lay.link, link)):
             tracks.append(np.full(len(grid) + 1, tid, np.int64))
             times.append(np.r_[grid, end_ns])
@@ -304,8 +343,8 @@ class MultiChipTables:
                                     np.concatenate(values))
         w.write("counters", {"track_id": tr.astype(np.int32), "time_ns": t, "value": v}, chip=chip)
 
-    def _detail(self, w: TraceWriter, chip: int, sim: ChipSim, kid: np.ndarray, comms: list[CommRef]) -> None:
-        lay = self.layout[chip]
+    def _detail(self, w: TraceWriter, chip: int, rank: int, sim: ChipSim, kid: np.ndarray, comms: list[CommRef]) -> None:
+        lay = self.layout[rank]
         instr: dict[int, list[dict[str, np.ndarray]]] = {}
         dma: dict[int, list[dict[str, np.ndarray]]] = {}
         flows = []
@@ -315,8 +354,8 @@ class MultiChipTables:
             p = d.program
             n = len(p)
             segs = np.full(n, d.seg, np.int64)
-            s = np.rint(self._map(chip, sim, d.start, segs)).astype(np.int64)
-            e = np.maximum(np.rint(self._map(chip, sim, d.end, segs)).astype(np.int64), s)
+            s = np.rint(self._map(rank, sim, d.start, segs)).astype(np.int64)
+            e = np.maximum(np.rint(self._map(rank, sim, d.end, segs)).astype(np.int64), s)
             ids = self.next_event + np.arange(n, dtype=np.int64)
             self.next_event += n
             for track, is_dma, rows in rows_by_track(p, ids, s, e, int(kid[d.kernel_row]), lay.engine_base[d.core]):
@@ -325,7 +364,7 @@ class MultiChipTables:
             if f is not None:
                 flows.append(f)
         for core, track in lay.cc_core.items():
-            rows = self._cc_stream(chip, comms)
+            rows = self._cc_stream(rank, comms)
             if rows is not None:
                 instr.setdefault(track, []).append(rows)
         _write_grouped(w, "instructions", instr, {"opcode": OPCODES.values, "dtype": DTYPES.values}, chip)
@@ -334,13 +373,13 @@ class MultiChipTables:
             w.write("flows", {"src_id": np.concatenate([f[0] for f in flows]),
                               "dst_id": np.concatenate([f[1] for f in flows]), "kind": "semaphore"}, chip=chip)
 
-    def _cc_stream(self, chip: int, comms: list[CommRef]) -> dict[str, np.ndarray] | None:
-        """The collective engine's instructions on one core: each collective's steps laid over
-        [start, end], each step as long as its share of the idle-system cost."""
+    def _cc_stream(self, rank: int, comms: list[CommRef]) -> dict[str, np.ndarray] | None:
+        """The collective engine's instructions on one core of a rank: each collective's steps laid
+        over [start, end], each step as long as its share of the idle-system cost."""
         starts, durs, ops, nbytes = [], [], [], []
         for ref in comms:
             c = self.plan.collectives[ref.coll]
-            r = c.plan.group.index(chip)
+            r = c.plan.group.index(rank)
             steps = c.plan.rank_steps(r)
             if not steps:
                 continue
@@ -353,7 +392,7 @@ class MultiChipTables:
             starts.append(edges[:-1])
             durs.append(np.maximum(edges[1:] - edges[:-1], 0))
             ops.append(np.array([OPCODES.code(x[0]) for x in steps], np.int32))
-            nbytes.append(np.array([int(x[1] // self.compute_cores) for x in steps], np.int64))
+            nbytes.append(np.array([int(x[1] // self.lnc) for x in steps], np.int64))
         if not starts:
             return None
         s = np.concatenate(starts)
