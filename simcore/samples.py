@@ -40,11 +40,11 @@ SAMPLES: tuple[Sample, ...] = (
     Sample("llama3.1-8b-decode", "one Llama 3.1 8B decode step (batch 1, 4096 context) on 8 cores, "
            "instruction detail on core 0: HBM bound",
            dict(workload="llama3.1-8b", phase="decode", batch=1, context=4096, cores="0")),
-    Sample("llama3.1-70b-tp64-straggler", "a Llama 3.1 70B decode step (first 4 layers) with TP=64 at LNC=2 (16 "
-           "chips x 4 logical cores) on a 64-chip UltraServer, chip 5 running 1.3x slow and 2% jitter: the other ranks "
-           "wait for it at every all-reduce",
+    Sample("llama3.1-70b-tp16-straggler", "a Llama 3.1 70B decode step (first 4 layers) with TP=16 at LNC=2 (4 chips "
+           "x 4 logical cores a replica) and 4 data-parallel replicas on 16 chips of a 64-chip UltraServer, chip 5 "
+           "running 1.3x slow and 2% jitter: the other ranks of its replica wait for it at every all-reduce",
            dict(hardware="trn3-ultraserver-gen1", workload="llama3.1-70b", phase="decode", batch=8, context=4096,
-                layers=4, tp=64, straggler="chip=5,slowdown=1.3", jitter="2%", cores="0", detail_chips="0,5",
+                layers=4, tp=16, dp=4, straggler="chip=5,slowdown=1.3", jitter="2%", cores="0", detail_chips="0,5",
                 workers=1)),
     Sample("qwen3-30b-a3b-ep16-skew", "a Qwen3-30B-A3B decode step (first 4 layers) with EP=16 over 4 chips (4 "
            "logical cores each) and Zipf-skewed routing (exponent 1.2): all-to-all waits follow the ranks that own "

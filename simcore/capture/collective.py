@@ -35,6 +35,8 @@ class CollectiveCost:
     transfer_ns: float
     bus_factor: float
     chip_link_bytes: tuple[float, ...] = ()   # per chip: bytes sent over its chip-to-chip links
+    rank_hbm_read: tuple[float, ...] = ()     # per rank: HBM bytes it reads (what it sends and reduces)
+    rank_hbm_write: tuple[float, ...] = ()    # per rank: HBM bytes written into it
 
     @property
     def duration_ns(self) -> float:
@@ -66,7 +68,9 @@ def _cost(res: Resolved) -> CollectiveCost:
         plan = plan_collective(topo, kind, group, nbytes, res.config.cc_algorithm)
     lat, xfer = float(plan.latency.max()), float(plan.transfer.max())
     sent = topo.chip_load(group, plan.demand_out)[:, :topo.link_tiers].sum(axis=1)
-    return CollectiveCost(kind, plan.algorithm, ranks, nbytes, lat, xfer, plan.bus_factor, tuple(float(x) for x in sent))
+    hbm = plan.demand_out[:, topo.hbm]
+    return CollectiveCost(kind, plan.algorithm, ranks, nbytes, lat, xfer, plan.bus_factor, tuple(float(x) for x in sent),
+                          tuple(float(x) for x in hbm * plan.hbm_read), tuple(float(x) for x in hbm * (1 - plan.hbm_read)))
 
 
 def _chips(res: Resolved) -> tuple[int, int, int]:
@@ -119,13 +123,13 @@ class CollectiveTables:
                         "kind": ["model", "layer", c.kind], "start_ns": np.zeros(3, np.int64),
                         "dur_ns": np.full(3, end, np.int64)})
         nbytes = c.bytes
-        reads = {"all_gather": nbytes // p, "reduce_scatter": nbytes}.get(c.kind, nbytes)
-        writes = {"all_gather": nbytes, "reduce_scatter": nbytes // p}.get(c.kind, nbytes)
+        reads = np.rint(np.array(c.rank_hbm_read)).astype(np.int64)     # the DMA's reads and writes (movement.py)
+        writes = np.rint(np.array(c.rank_hbm_write)).astype(np.int64)
         w.write("kernels", {
             "kernel_id": np.arange(p, dtype=np.int64), "track_id": base, "chip": rank_chip,
             "core": lcore * lnc, "op_id": np.full(p, 2, np.int64), "name": c.kind, "start_ns": np.zeros(p, np.int64),
             "dur_ns": np.full(p, end, np.int64), "flops": np.zeros(p, np.int64), "model_flops": np.zeros(p, np.int64),
-            "hbm_read_bytes": np.full(p, reads, np.int64), "hbm_write_bytes": np.full(p, writes, np.int64), "dtype": "bf16",
+            "hbm_read_bytes": reads, "hbm_write_bytes": writes, "dtype": "bf16",
         })
         w.write("collectives", {
             "collective_id": np.zeros(p, np.int64), "track_id": base + 1, "chip": rank_chip,
@@ -133,11 +137,12 @@ class CollectiveTables:
             "algorithm": c.algorithm, "op_id": np.full(p, 2, np.int64), "bytes": np.full(p, nbytes, np.int64),
             "arrive_ns": np.zeros(p, np.int64), "start_ns": np.zeros(p, np.int64), "end_ns": np.full(p, end, np.int64),
             "wait_ns": np.zeros(p, np.int64), "algo_bw_gbps": np.full(p, nbytes / end), "bus_bw_gbps": np.full(p, c.bus_factor * nbytes / end),
+            "hbm_read_bytes": reads, "hbm_write_bytes": writes,
         })
         rows_t, rows_v, rows_track = [], [], []
-        on_chip = np.bincount(rank_chip, minlength=chips)   # a chip's counters add up its ranks'
-        for i, per_chip_value in ((0, reads / end * on_chip), (1, writes / end * on_chip),
-                                  (2, np.array(c.chip_link_bytes) / end)):
+        chip_rd = np.bincount(rank_chip, weights=reads, minlength=chips)   # a chip's counters add up its ranks'
+        chip_wr = np.bincount(rank_chip, weights=writes, minlength=chips)
+        for i, per_chip_value in ((0, chip_rd / end), (1, chip_wr / end), (2, np.array(c.chip_link_bytes) / end)):
             for chip in range(chips):
                 rows_track += [int(counter_base[chip] + i)] * 2
                 rows_t += [0, end]

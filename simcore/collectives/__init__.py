@@ -1,5 +1,6 @@
-"""Collectives between chips: algorithms with alpha-beta costs per link tier (`cost`) and the
-link ledgers that let concurrent collectives share the links (`links`)."""
+"""Collectives between ranks: algorithms with alpha-beta costs per link tier (`cost`) bounded by
+the DMA and HBM bytes they move (`movement`), and the per-chip ledgers that let concurrent
+collectives and compute share links, DMA and HBM (`links`)."""
 
 from simcore.collectives.cost import (
     ALGORITHMS,

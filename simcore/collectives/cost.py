@@ -1,28 +1,35 @@
-"""Collective algorithms over a topology, with alpha-beta costs per link tier.
+"""Collective algorithms over a topology: alpha-beta costs per link tier, bounded by the ranks'
+collective DMA and the chips' HBM (`movement.py`).
 
 For p ranks, a message of S bytes per rank, per-message latency a and per-direction
 bandwidth B of the tier the algorithm's transfers cross (shared/reference/trn3-hardware.md):
 
   ring          all-reduce 2(p-1) steps of S/p to the ring neighbour: 2(p-1) a + 2(p-1)/p S/B;
-                all-gather / reduce-scatter (p-1) steps: (p-1) a + (p-1)/p S/B. On a switch the
-                ring follows chip order (few tier crossings); its step time is set by its slowest
-                hop. On a torus it snakes through the rows (neighbour hops).
+                all-gather / reduce-scatter (p-1) steps: (p-1) a + (p-1)/p S/B. The ring visits a
+                chip's ranks one after another; on a switch it follows chip order (few tier
+                crossings), on a torus it snakes through the rows (neighbour hops). A step is as
+                slow as its busiest chip (a chip's ranks share its tiers).
   mesh          direct, on a switch: every rank sends S/p to every peer at once (all-reduce =
                 reduce-scatter then all-gather); messages are issued one after another
                 (sum of their a) and move concurrently over every tier, so the time is the
                 busiest tier's bytes over its bandwidth: (p-1) a + (p-1)/p S/B on one tier.
                 All-to-all is always mesh (on a torus its messages travel several hops).
-  hierarchical  the group splits into servers (then racks; rows then columns on a torus):
-                reduce-scatter inside each level, all-reduce across the top level on S/prod(n),
-                all-gather back. Per level i with n_i members and S_i = S / prod(n_j, j < i):
-                latency 2(n_i-1) a_i, transfer T_i = 2(n_i-1)/n_i S_i / B_i (factor 1 for
-                all-gather / reduce-scatter). Chunked (cc.chunk_bytes) and pipelined, the levels
-                overlap: time = sum latency + max T_i + (sum T_i - max T_i) / chunks.
+  hierarchical  the group splits into chips (their ranks), servers, racks (rows then columns on
+                a torus): reduce-scatter inside each level, all-reduce across the top level on
+                S/prod(n), all-gather back. Per level i with n_i members and S_i = S / prod(n_j,
+                j < i): latency 2(n_i-1) a_i, transfer T_i = 2(n_i-1)/n_i S_i / B_i x the ranks
+                of a chip (factor 1 for all-gather / reduce-scatter). Chunked (cc.chunk_bytes) and
+                pipelined on a switch: time = sum latency + max T_i + (sum T_i - max T_i) /
+                chunks; on a torus both dimensions' links run at once: max T_i.
   p2p           send/recv: a + S/B over the pair's tier.
 
+Every algorithm's transfer is then bounded by the DMA its ranks' collective engines move and
+the HBM bytes they read and write (movement.py), per chip: whichever of links, DMA and HBM is
+slowest sets it.
+
 Bus bandwidth = algorithm bandwidth (S / time) x 2(p-1)/p for all-reduce and (p-1)/p
-otherwise (1 for send/recv), so a large message's bus bandwidth approaches B and a small
-one is latency bound. `auto` takes the fastest applicable algorithm on an idle system
+otherwise (1 for send/recv), so a large message's bus bandwidth approaches its bottleneck's and
+a small one is latency bound. `auto` takes the fastest applicable algorithm on an idle system
 (ties: ring, mesh, hierarchical), as NCCL's tuner does.
 """
 
@@ -32,6 +39,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from simcore.collectives.movement import Movement, hierarchical_movement, movement
 from simcore.errors import ConfigError
 from simcore.topology import Topology
 
@@ -60,10 +68,12 @@ class CollectivePlan:
     nbytes: np.ndarray              # S per rank (int64)
     latency: np.ndarray             # ns per rank
     transfer: np.ndarray            # ns per rank on an idle system
-    demand_out: np.ndarray          # (ranks, tiers) bytes each rank sends through each tier
-    demand_in: np.ndarray           # (ranks, tiers) bytes each rank receives
+    demand_out: np.ndarray          # (ranks, tiers + 2) bytes each rank sends through each tier, then the bytes
+                                    # its DMA moves and its HBM reads and writes (Topology.dma, .hbm columns)
+    demand_in: np.ndarray           # (ranks, tiers + 2) bytes each rank receives (0 in the DMA and HBM columns)
     coupled: bool
     steps: list = field(default_factory=list, repr=False)  # per rank: [(opcode, bytes, idle ns)] (filled on demand)
+    hbm_read: float = 0.5           # share of the HBM bytes that are reads
     _topo: Topology | None = field(default=None, repr=False)
     _matrix: np.ndarray | None = field(default=None, repr=False)
 
@@ -92,6 +102,29 @@ def _uniform_plan(kind: str, algorithm: str, group: tuple[int, ...], nbytes: int
                           d_out, d_in, True, _topo=topo)
 
 
+def _on_hardware(plan: CollectivePlan, topo: Topology, dma: np.ndarray, read: np.ndarray,
+                 write: np.ndarray) -> CollectivePlan:
+    """Add each rank's DMA and HBM bytes to its demand and bound the transfer by them: a chip's ranks
+    share its collective DMA and its HBM, so the busiest chip sets the time (per rank when the
+    ranks are not coupled)."""
+    p = plan.ranks
+    hbm = read + write
+    plan.demand_out = np.c_[plan.demand_out, dma, hbm]
+    plan.demand_in = np.c_[plan.demand_in, np.zeros((p, 2))]
+    plan.hbm_read = float(read.sum() / hbm.sum()) if hbm.sum() > 0 else 0.5
+    chips = np.asarray(plan.group, np.int64) // topo.per_chip
+    _, inv = np.unique(chips, return_inverse=True)
+    per_chip = (topo.chip_load(plan.group, np.c_[dma, hbm]) / topo.capacity[[topo.dma, topo.hbm]]).max(axis=1)
+    t = per_chip[inv]
+    plan.transfer = np.maximum(plan.transfer, t.max() if plan.coupled else t)
+    return plan
+
+
+def _uniform_movement(plan: CollectivePlan, topo: Topology, m: Movement) -> CollectivePlan:
+    p = plan.ranks
+    return _on_hardware(plan, topo, np.full(p, m.dma), np.full(p, m.read), np.full(p, m.write))
+
+
 def ring(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int) -> CollectivePlan:
     order = topo.ring_order(group)
     p = len(order)
@@ -115,7 +148,7 @@ def ring(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int) -> Coll
     d_out = n_steps * hop[idx]
     d_in = n_steps * hop[prev]
     plan = _uniform_plan(kind, "ring", group, nbytes, L, W, d_out, d_in, topo)
-    return plan
+    return _uniform_movement(plan, topo, movement(kind, p, nbytes))
 
 
 def _mesh_matrix(topo: Topology, kind: str, group: tuple[int, ...], matrix: np.ndarray) -> CollectivePlan:
@@ -146,17 +179,19 @@ def mesh(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int) -> Coll
     np.fill_diagonal(m, 0.0)
     plan = _mesh_matrix(topo, kind, group, m)
     plan.nbytes = np.full(p, nbytes, np.int64)
-    return plan
+    return _uniform_movement(plan, topo, movement(kind, p, nbytes))
 
 
 def all_to_all(topo: Topology, group: tuple[int, ...], matrix: np.ndarray) -> CollectivePlan:
     """All-to-all with matrix[r, q] bytes from rank r to rank q (the diagonal stays local).
     Each rank's S is its whole send buffer, its own share included."""
     m = np.asarray(matrix, np.float64)
-    plan = _mesh_matrix(topo, "all_to_all", group, m * (1 - np.eye(len(group))))
+    off = m * (1 - np.eye(len(group)))
+    plan = _mesh_matrix(topo, "all_to_all", group, off)
     plan.nbytes = np.rint(m.sum(axis=1)).astype(np.int64)
     plan._matrix = m
-    return plan
+    sent, received = off.sum(axis=1), off.sum(axis=0)   # each rank's DMA sends; the receiver's HBM takes it
+    return _on_hardware(plan, topo, sent, sent, received)
 
 
 def hierarchical(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int) -> CollectivePlan | None:
@@ -178,11 +213,14 @@ def hierarchical(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int)
         d[tier] += moved
         s /= n
     chunks = max(1, -(-int(nbytes) // int(topo.chunk_bytes)))
-    W = max(times) + (sum(times) - max(times)) / chunks
+    # the levels pipeline over chunks; on a torus the two dimensions' links run at once (half the data
+    # goes x then y, half y then x), so only the busier dimension counts
+    fill = 0.0 if topo.kind == "torus2d" else (sum(times) - max(times)) / chunks
+    W = max(times) + fill
     d_out = np.tile(d, (p, 1))
     plan = _uniform_plan(kind, "hierarchical", group, nbytes, lat, W, d_out, d_out.copy(), topo)
     plan._matrix = np.array([[n, t] for n, t in levels], np.int64)
-    return plan
+    return _uniform_movement(plan, topo, hierarchical_movement(kind, [n for n, _ in levels], nbytes))
 
 
 def send_recv(topo: Topology, src: int, dst: int, nbytes: int) -> CollectivePlan:
@@ -194,8 +232,10 @@ def send_recv(topo: Topology, src: int, dst: int, nbytes: int) -> CollectivePlan
     d_in = np.zeros((2, T))
     d_out[0] = d
     d_in[1] = d
-    return CollectivePlan("send_recv", "p2p", (src, dst), np.full(2, nbytes, np.int64), np.full(2, L), np.full(2, W),
+    plan = CollectivePlan("send_recv", "p2p", (src, dst), np.full(2, nbytes, np.int64), np.full(2, L), np.full(2, W),
                           d_out, d_in, True, _topo=topo)
+    S = float(nbytes)   # the sender's DMA reads S from its HBM and writes it into the receiver's
+    return _on_hardware(plan, topo, np.array([S, 0.0]), np.array([S, 0.0]), np.array([0.0, S]))
 
 
 def plan_collective(topo: Topology, kind: str, group: tuple[int, ...], nbytes: int,

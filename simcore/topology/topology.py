@@ -59,7 +59,29 @@ class Topology:
     per_chip: int = 1                          # ranks (logical cores) per chip
     ranks: int = 0                             # ranks in use (default: chips x per_chip)
     lnc: int = 1                               # physical cores per rank
+    rank_dma_gbps: float = 0.0                 # what a rank's DMA engines move for collectives (0: no limit)
+    hbm_gbps: float = 0.0                      # a chip's HBM bandwidth, collectives' reads and writes (0: no limit)
     _pair_cache: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
+
+    # -- resources beside the links: the chip's collective DMA and its HBM --------------
+    @property
+    def dma(self) -> int:
+        """Column of the chip's collective DMA in demand arrays (after the tiers)."""
+        return len(self.tiers)
+
+    @property
+    def hbm(self) -> int:
+        """Column of the chip's HBM in demand arrays."""
+        return len(self.tiers) + 1
+
+    @cached_property
+    def capacity(self) -> np.ndarray:
+        """Per chip, bytes/ns of every column of a demand array: each tier per direction, the
+        chip's collective DMA (its ranks' together) and its HBM. A zero rate (a preset without
+        them) is no limit."""
+        big = 1e12
+        dma = self.rank_dma_gbps * self.per_chip or big
+        return np.r_[self.bandwidth, dma, self.hbm_gbps or big]
 
     # -- placement -----------------------------------------------------------------------
     @property
@@ -250,7 +272,8 @@ class Topology:
         """For meta.json `capture.topology` and UIs."""
         out: dict[str, Any] = {"name": self.name, "kind": "flat" if self.flat else self.kind, "chips": self.chips,
                                "ranks": self.ranks, "lnc": self.lnc, "ranks_per_chip": self.per_chip,
-                               "tiers": [t.to_dict() for t in self.tiers]}
+                               "tiers": [t.to_dict() for t in self.tiers],
+                               "rank_cc_dma_gbps": self.rank_dma_gbps, "chip_hbm_gbps": self.hbm_gbps}
         if self.kind == "torus2d":
             out["dims"] = list(self.dims)
         elif not self.flat:
@@ -269,13 +292,23 @@ def _number(name: str, where: str, value: Any, *, positive: bool = True, integer
     return value
 
 
-def _onchip_tier(hw, cc: dict) -> Tier:
-    """Ranks of one chip exchange data through the chip's HBM: a copy reads it once and writes it once,
-    so a direction gets half the chip's HBM bandwidth (model), at `cc.onchip_latency_ns` per step
+def rank_dma_gbps(hw, lnc: int) -> float:
+    """Bytes/ns a rank's DMA engines move for collectives: `cc.dma_engines_per_core` of each of its
+    physical cores' engines, at the engine rate and the DMA ceiling (`dma.peak_utilization`)."""
+    cc = hw.data.get("cc", {}) if isinstance(hw.data.get("cc", {}), dict) else {}
+    engines = _number(hw.name, "cc.dma_engines_per_core", cc.get("dma_engines_per_core", 0.0), positive=False)
+    dma = hw.data["dma"]
+    return float(lnc * engines * float(dma["engine_gbps"]) * float(dma.get("peak_utilization", 1.0)))
+
+
+def _onchip_tier(hw, cc: dict, lnc: int, per_chip: int) -> Tier:
+    """Ranks of one chip exchange data through the chip's memory, moved by their DMA engines: the
+    tier offers what the chip's ranks' collective DMA moves, at `cc.onchip_latency_ns` per step
     (default: the link latency)."""
     lat = _number(hw.name, "cc.onchip_latency_ns", cc.get("onchip_latency_ns", hw.data["link"].get("latency_ns", 0.0)),
                   positive=False)
-    return Tier("on-chip", 0, hw.hbm_bytes_per_ns / 2.0, float(lat))
+    bw = rank_dma_gbps(hw, lnc) * per_chip or hw.hbm_bytes_per_ns / 2.0
+    return Tier("on-chip", 0, bw, float(lat))
 
 
 def topology_of(hw, ranks: int | None = None, lnc: int | None = None) -> Topology:
@@ -290,7 +323,8 @@ def topology_of(hw, ranks: int | None = None, lnc: int | None = None) -> Topolog
     per_chip = max(1, hw.cores_per_chip // lnc)
     cc = data.get("cc", {}) if isinstance(data.get("cc", {}), dict) else {}
     chunk = int(_number(name, "cc.chunk_bytes", cc.get("chunk_bytes", DEFAULT_CHUNK_BYTES), integer=True))
-    onchip = (_onchip_tier(hw, cc),) if per_chip > 1 else ()
+    onchip = (_onchip_tier(hw, cc, lnc, per_chip),) if per_chip > 1 else ()
+    res = dict(per_chip=per_chip, lnc=lnc, rank_dma_gbps=rank_dma_gbps(hw, lnc), hbm_gbps=hw.hbm_bytes_per_ns)
     topo = data.get("topology")
     link = data["link"]
     if topo is None:  # a single-chip preset: N of its chips on a flat switch at the chip's link bandwidth
@@ -298,7 +332,7 @@ def topology_of(hw, ranks: int | None = None, lnc: int | None = None) -> Topolog
         r = ranks or n * per_chip
         tier = Tier("link", int(link.get("links", 1)), float(link["bandwidth_gbps"]), float(link.get("latency_ns", 0.0)))
         return Topology(name, "switch", n, (tier,) + onchip, chips_per_server=max(n, 1), servers_per_rack=1,
-                        chunk_bytes=chunk, flat=True, system_chips=max(n, 1), per_chip=per_chip, ranks=r, lnc=lnc)
+                        chunk_bytes=chunk, flat=True, system_chips=max(n, 1), ranks=r, **res)
     if not isinstance(topo, dict):
         raise ConfigError(f"hardware preset '{name}': [topology] must be a table.")
     kind = topo.get("kind")
@@ -328,7 +362,7 @@ def topology_of(hw, ranks: int | None = None, lnc: int | None = None) -> Topolog
         if len(tiers) != 2:
             raise ConfigError(f"hardware preset '{name}': a torus2d topology needs two tiers (x and y links).")
         return Topology(name, kind, n, tuple(tiers) + onchip, dims=(dims[0], dims[1]), chunk_bytes=chunk,
-                        system_chips=total, per_chip=per_chip, ranks=r, lnc=lnc)
+                        system_chips=total, ranks=r, **res)
     cps = int(_number(name, "topology.chips_per_server", topo.get("chips_per_server"), integer=True))
     spr = int(_number(name, "topology.servers_per_rack", topo.get("servers_per_rack", 1), integer=True))
     if total % cps:
@@ -336,4 +370,4 @@ def topology_of(hw, ranks: int | None = None, lnc: int | None = None) -> Topolog
     if len(tiers) > 3:
         raise ConfigError(f"hardware preset '{name}': a switch topology has at most 3 tiers (in-server, in-rack, cross-rack).")
     return Topology(name, kind, n, tuple(tiers) + onchip, chips_per_server=cps, servers_per_rack=spr,
-                    chunk_bytes=chunk, system_chips=total, per_chip=per_chip, ranks=r, lnc=lnc)
+                    chunk_bytes=chunk, system_chips=total, ranks=r, **res)

@@ -4,7 +4,8 @@ The writer, the reader, the validator and docs/trace-format.md all derive from t
 specs below, so they cannot disagree. Versioning rule: a minor version only adds
 (new optional columns, new tables, new enum values); a reader accepts any minor
 version of its major and refuses a newer major with a clear message.
-1.1 added the `runtime` track kind; 1.2 the optional `tracks.lcore` column (logical NeuronCores).
+1.1 added the `runtime` track kind; 1.2 the optional `tracks.lcore` column (logical NeuronCores) and the
+optional `collectives.hbm_read_bytes` / `hbm_write_bytes` (the HBM a collective's DMA reads and writes).
 """
 
 from __future__ import annotations
@@ -224,6 +225,10 @@ COLLECTIVES = TableSpec(
         _c("wait_ns", I64, "ns", "start_ns - arrive_ns."),
         _c("algo_bw_gbps", F64, "GB/s", "Algorithm bandwidth: bytes / (end - start)."),
         _c("bus_bw_gbps", F64, "GB/s", "Bus bandwidth: algorithm bandwidth x the kind's factor (2(p-1)/p for all-reduce, (p-1)/p otherwise)."),
+        _c("hbm_read_bytes", I64, "bytes", "HBM bytes the rank's DMA read for it (what it sent and reduced); -1 when unknown. "
+           "Optional (1.2).", required=False),
+        _c("hbm_write_bytes", I64, "bytes", "HBM bytes written into the rank for it (what it received and reduced); -1 "
+           "when unknown. Optional (1.2).", required=False),
     ),
     track_column="track_id",
     start_column="arrive_ns",

@@ -76,11 +76,11 @@ def test_tables_follow_the_schema_and_a_neuron_script_reads_them(tmp_path: Path)
 
 
 def test_multi_chip_export_is_one_profile_per_rank(tmp_path: Path) -> None:
-    sample = ROOT / "sample_traces" / "llama3.1-70b-tp64-straggler.trnx"
+    sample = ROOT / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx"
     FORMATS["neuron-explorer"](open_trace(sample), tmp_path / "prof", {"scope": Scope(chips=(0, 3))})
     assert sorted(p.name for p in (tmp_path / "prof").iterdir()) == ["rank_0", "rank_3"]
     cc = pd.read_parquet(tmp_path / "prof" / "rank_3" / "CcOp.parquet")
-    assert set(cc["operation"]) <= {"AllReduce", "AllGather"} and cc["replica_group"].iloc[0] == str([list(range(64))])
+    assert set(cc["operation"]) <= {"AllReduce", "AllGather"} and cc["replica_group"].iloc[0] == str([list(range(16))])
 
 
 def test_export_refuses_an_existing_path(tmp_path: Path) -> None:

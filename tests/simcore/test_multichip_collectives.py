@@ -1,6 +1,8 @@
-"""Collectives between chips: timings agree with the alpha-beta formulas of the chosen algorithm
-(computed here from the preset's numbers), bus bandwidth approaches the link bandwidth for large
-messages and small ones are latency bound, and overlapping collectives share the links."""
+"""Collectives on the hardware: timings agree with the alpha-beta formulas of the chosen algorithm
+(computed here from the preset's numbers) on the slowest of the links, the ranks' collective DMA and
+the chips' HBM; bus bandwidth approaches the bottleneck's for large messages and small ones are
+latency bound; torus dimensions run at once; overlapping collectives share the links, and
+collectives and compute share the HBM."""
 
 from __future__ import annotations
 
@@ -87,14 +89,92 @@ def test_large_messages_approach_the_link_bandwidth_and_small_ones_are_latency_b
     assert busbw < 0.01 * B
 
 
-def test_ring_on_a_trn2_torus_row(cap, one_rank_per_chip):
-    """4 chips of a row of the 4x4 torus, one rank each: a bidirectional ring over the row's two links."""
+def rank_dma(name: str, lnc: int) -> float:
+    """Bytes/ns a rank's collective DMA moves: lnc cores x cc.dma_engines_per_core x the sustained engine rate."""
+    hw = load_hardware(name)
+    d = hw.data["dma"]
+    return lnc * hw.data["cc"]["dma_engines_per_core"] * d["engine_gbps"] * d["peak_utilization"]
+
+
+def test_ring_on_a_trn2_torus_row_is_bound_by_the_ranks_dma(cap, one_rank_per_chip):
+    """4 chips of a row of the 4x4 torus, one rank each: the bidirectional ring's links (320 GB/s a
+    direction) would take 2(p-1)/p S / B, but every rank's DMA moves (2p-1)/p S (a reduce-scatter's p
+    transfers, an all-gather's p-1) at its collective rate, which is slower."""
     S = 1 << 28
     dur, alg, busbw = one(cap(hardware=one_rank_per_chip("trn2.48xlarge"), workload="allreduce", shape=f"{S},4")
                           .to_pandas("collectives"))
     B, a = tiers("trn2.48xlarge")[0]
-    assert alg == "ring" and dur == pytest.approx(2 * 3 * a + 2 * 3 / 4 * S / B, rel=0.05)
-    assert busbw == pytest.approx(B, rel=0.05)
+    R = rank_dma("trn2", 2)
+    assert 2 * 3 / 4 * S / B < 7 / 4 * S / R
+    assert alg == "ring" and dur == pytest.approx(2 * 3 * a + 7 / 4 * S / R, rel=0.05)
+    assert busbw == pytest.approx(R * (2 * 3 / 4) / (7 / 4), rel=0.05)
+
+
+def test_two_ranks_of_a_trn1_device_all_reduce_at_their_dma_rate(cap):
+    """nccom-test -r 2 on a trn1 device (docs/validation.md): the 2 logical cores exchange through the
+    device; each rank's DMA moves 1.5 S, so a large all-reduce runs at 1.5 S / R plus two steps, R
+    being 5 engines at 17 B/ns (the fitted preset figure); its HBM traffic (3.5 S a rank) shows in
+    the HBM counters and no byte crosses a link."""
+    S = 1 << 30
+    t = cap(hardware="trn1", workload="allreduce", shape=f"{S},2")
+    dur, alg, busbw = one(t.to_pandas("collectives"))
+    hw = load_hardware("trn1")
+    R = rank_dma("trn1", 1)
+    assert R == pytest.approx(85, rel=0.01)
+    assert dur == pytest.approx(2 * hw.data["cc"]["onchip_latency_ns"] + 1.5 * S / R, rel=0.01)
+    assert busbw == pytest.approx(S / dur, rel=0.01)   # 2 ranks: bus = algorithm bandwidth
+    k = t.to_pandas("kernels")
+    assert (k.hbm_read_bytes == 2 * S).all() and (k.hbm_write_bytes == 1.5 * S).all()
+    tracks, c = t.to_pandas("tracks"), t.to_pandas("counters")
+    link = c[c.track_id.isin(tracks[tracks.name == "Link Bandwidth"].track_id)]
+    assert link.value.max() == 0
+
+
+def test_torus_dimensions_run_at_once(cap, tmp_path):
+    """16 chips of a trn2.48xlarge, one rank each, with DMA to spare: a large hierarchical all-reduce
+    moves its x and y levels' bytes over the two dimensions' links at once, so it takes the busier
+    dimension's time, not the sum of both (the rows-then-columns order would take ~1.6x)."""
+    f = tmp_path / "fast-dma.toml"
+    f.write_text('base = "trn2.48xlarge"\nname = "trn2-fast-dma"\ncores_per_chip = 2\n[lnc]\ndefault = 2\n'
+                 'choices = [2]\n[cc]\ndma_engines_per_core = 64\n')
+    S = 1 << 30
+    dur, alg, _ = one(cap(hardware=str(f), workload="allreduce", shape=f"{S},16", cc_algorithm="hierarchical")
+                      .to_pandas("collectives"))
+    (B, a), _ = tiers("trn2.48xlarge")
+    x = 2 * 3 / 4 * S / B                   # level x: 4 members on the whole buffer
+    y = 2 * 3 / 4 * (S / 4) / B             # level y: on the quarter each x group kept
+    assert alg == "hierarchical"
+    assert dur == pytest.approx(4 * 3 * a + max(x, y), rel=0.02)
+    assert dur < 4 * 3 * a + x + y - 0.5 * y
+
+
+def test_a_collective_and_compute_share_the_chips_hbm():
+    """A collective that takes 80% of a chip's HBM for 10 us leaves 20% to compute that wants 50%:
+    the compute stretch progresses at 0.2/0.5 of its pace meanwhile (4 us of its 10 us in the first
+    10 us) and finishes at 16 us; on another chip it is not slowed. The collective's bytes are tallied
+    as HBM reads and writes."""
+    cap_ = np.array([100.0, 1e6, 100.0])        # link, DMA, HBM bytes/ns
+    led = LinkLedger(2, cap_, 100.0, 1e6, link_tiers=1, hbm=2)
+    coll = led.flow(0.0, 1e4, np.array([0]), np.array([[0.0, 0.0, 80.0 * 1e4]]), np.zeros((1, 3)), hbm_read=0.75)
+    assert coll == pytest.approx(1e4, rel=1e-9)
+    slowed = led.compute(0.0, 1e4, 0, 50.0 * 1e4)
+    alone = led.compute(0.0, 1e4, 1, 50.0 * 1e4)
+    assert slowed == pytest.approx(1.6e4, rel=0.01) and alone == pytest.approx(1e4, rel=1e-9)
+    rd, wr = led.hbm_bytes(0)
+    assert rd.sum() == pytest.approx(0.75 * 80e4) and wr.sum() == pytest.approx(0.25 * 80e4)
+
+
+def test_tensor_parallel_all_reduce_traffic_shows_in_the_hbm_counters(cap):
+    """TP=4 on one trn3 chip: the all-reduces' DMA reads and writes land in the chip's HBM counters
+    while no kernel runs (between ops, the counters were flat before collectives touched HBM)."""
+    t = cap(hardware="trn3-ultraserver-gen1", workload="llama3.1-8b", tp=4, layers=1, phase="prefill", seq=2048)
+    c, tracks = t.to_pandas("counters"), t.to_pandas("tracks")
+    coll = t.to_pandas("collectives")
+    ar = coll[coll.kind.isin(["all_gather", "reduce_scatter"])].sort_values("end_ns")
+    long = ar[(ar.end_ns - ar.start_ns) > 20_000].iloc[0]
+    rd = c[c.track_id.isin(tracks[tracks.name == "HBM Read Bandwidth"].track_id)].sort_values("time_ns")
+    during = rd[(rd.time_ns >= long.start_ns) & (rd.time_ns < long.end_ns)]
+    assert during.value.max() > 0
 
 
 def test_more_ranks_than_the_system_has_are_refused(cap):

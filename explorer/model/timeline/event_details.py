@@ -45,7 +45,8 @@ def describe(index: TraceIndex, ref: EventRef) -> str:
     """One line naming an event and where it ran."""
     lane, _ = index.locate(ref)
     t = lane.track
-    where = t.name if t.core < 0 else f"{t.name} (chip {t.chip} core {t.core})"
+    lc = f", logical core {t.lcore}" if t.lcore >= 0 else ""
+    where = t.name if t.core < 0 else f"{t.name} (chip {t.chip} core {t.core}{lc})"
     start, _ = index.interval(ref)
     return f"{index.event_name(ref)} on {where} at {format_ns(start - index.span[0])}"
 
@@ -60,7 +61,7 @@ def event_details(index: TraceIndex, ref: EventRef) -> EventDetails:
     d = EventDetails(ref, index.event_name(ref), start_ns=start, end_ns=end, track_id=t.track_id)
     f = d.fields
     f.append(("name", d.title))
-    f.append(("track", t.name if t.core < 0 else f"{t.name} \u2014 chip {t.chip}, core {t.core}"))
+    f.append(("track", t.name if t.core < 0 else f"{t.name} \u2014 {t.where}"))
     f.append(("start", format_ns(start - index.span[0], digits=8)))
     f.append(("duration", format_ns(end - start)))
     f.append(("end", format_ns(end - index.span[0], digits=8)))

@@ -33,6 +33,14 @@ class TrackInfo:
     kind: str
     name: str
     unit: str
+    lcore: int = -1   # the logical NeuronCore the row belongs to (tracks.lcore), -1 when none
+
+    @property
+    def where(self) -> str:
+        """'chip 0, core 3 (logical core 1)' -- or the chip alone for a chip-level row."""
+        if self.core < 0:
+            return f"chip {self.chip}" + (f", logical core {self.lcore}" if self.lcore >= 0 else "")
+        return f"chip {self.chip}, core {self.core}" + (f" (logical core {self.lcore})" if self.lcore >= 0 else "")
 
 
 @dataclass(frozen=True)

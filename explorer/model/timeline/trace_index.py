@@ -158,11 +158,12 @@ class TraceIndex:
         tr = trace.tracks
         ids = columns.num(tr, "track_id")
         chips, cores = columns.num(tr, "chip"), columns.num(tr, "core")
+        lcores = columns.num(tr, "lcore") if "lcore" in tr.schema.names else np.full(len(ids), -1)
         cols = {c: columns.codes(tr, c) for c in ("kind", "name", "unit")}
         for i, tid in enumerate(ids):
             self.tracks[int(tid)] = TrackInfo(
                 int(tid), int(chips[i]), int(cores[i]),
-                *(cols[c][1][cols[c][0][i]] for c in ("kind", "name", "unit")),
+                *(cols[c][1][cols[c][0][i]] for c in ("kind", "name", "unit")), int(lcores[i]),
             )
         weights = {"instructions": 0.55, "dma": 0.15, "kernels": 0.05, "collectives": 0.05}
         done = 0.05

@@ -67,6 +67,14 @@ def chip_classes(plan: StepPlan, extra: list | None = None) -> tuple[np.ndarray,
     return class_of, reps
 
 
+def _segment_hbm(sim: ChipSim, n_seg: int) -> np.ndarray:
+    """HBM bytes (read + written) of each of a class's segments."""
+    h = sim.hbm
+    if not len(h["t"]):
+        return np.zeros(n_seg)
+    return np.bincount(h["seg"].astype(np.int64), weights=h["read"] + h["write"], minlength=n_seg)[:n_seg]
+
+
 def stack_sharers(hw, ranks: int, lnc: int) -> list[int]:
     """Per rank: the ranks in use on its HBM stack (itself included). A logical core smaller than a
     stack's cores (LNC=1 on trn2: two physical cores per stack) shares the stack with the others."""
@@ -152,7 +160,8 @@ def capture_multichip(res: Resolved, writer: TraceWriter, progress: Progress | N
     gaps = [sum(it.gap for it in prog if isinstance(it, CommRef)) for prog in plan.programs]
     horizon = max(float(seg_dur[c].sum()) * float(factor[c].max()) + gaps[c] for c in range(plan.ranks)) + float(delay.max())
     slice_ns = max(100.0, 1.5 * horizon / 8192)
-    tl = compose(plan, seg_dur, factor, delay, slice_ns, 1.5 * horizon + 1e5)
+    seg_hbm = [_segment_hbm(sims[k], n_seg) for k in range(len(sims))]
+    tl = compose(plan, seg_dur, factor, delay, slice_ns, 1.5 * horizon + 1e5, [seg_hbm[k] for k in class_of])
     report(0.9, "writing tables")
     tables = MultiChipTables(hw, plan, sims, class_of, [plan.programs[c] for c in reps], tl, mc.detail_chips,
                              res.detail_cores, res.workload.display)

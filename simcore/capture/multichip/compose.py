@@ -40,8 +40,10 @@ class Deadlock(RuntimeError):
 
 
 def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay: np.ndarray,
-            slice_ns: float, horizon_ns: float) -> Timeline:
-    """`seg_dur[c]` is chip c's simulated duration of each segment (between comm items)."""
+            slice_ns: float, horizon_ns: float, seg_hbm: list[np.ndarray] | None = None) -> Timeline:
+    """`seg_dur[c]` is rank c's simulated duration of each segment (between comm items) and
+    `seg_hbm[c]` the HBM bytes it moves: a segment shares its chip's HBM with the collectives
+    running then (it stretches when they leave it too little; `factor` says by how much)."""
     chips = plan.ranks        # one program per rank (the names below say chip for a rank)
     topo = plan.topo
     comms = [[it for it in prog if isinstance(it, CommRef)] for prog in plan.programs]
@@ -52,7 +54,7 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
     end: list[np.ndarray | None] = [None] * ncoll
     rank_of = [{chip: r for r, chip in enumerate(c.plan.group)} for c in plan.collectives]
     waiting: list[list[int]] = [[] for _ in range(ncoll)]      # chips blocked on each collective
-    ledger = LinkLedger(topo.chips, topo.bandwidth, slice_ns, horizon_ns, topo.link_tiers)  # links are per chip
+    ledger = LinkLedger(topo.chips, topo.capacity, slice_ns, horizon_ns, topo.link_tiers, topo.hbm)  # per chip
     seg_real = [np.zeros(len(comms[c]) + 1) for c in range(chips)]
     t = np.array(delay, np.float64, copy=True)
     pos = np.zeros(chips, np.int64)          # next comm item of each chip
@@ -67,13 +69,13 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
         start[i] = s
         if p.coupled:
             e = ledger.flow(s + float(p.latency.max()), float(p.transfer.max()),
-                            np.asarray(p.group) // topo.per_chip, p.demand_out, p.demand_in)
+                            np.asarray(p.group) // topo.per_chip, p.demand_out, p.demand_in, p.hbm_read)
             end[i] = np.full(p.ranks, e)
         else:
             ends = np.empty(p.ranks)
             for r, chip in enumerate(p.group):
                 ends[r] = ledger.flow(s + float(p.latency[r]), float(p.transfer[r]), np.array([chip // topo.per_chip]),
-                                      p.demand_out[r:r + 1], p.demand_in[r:r + 1])
+                                      p.demand_out[r:r + 1], p.demand_in[r:r + 1], p.hbm_read)
             end[i] = ends
         for chip in waiting[i]:
             runnable.append(chip)
@@ -87,7 +89,14 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
             k = pos[c]
             if in_seg[c]:
                 seg_real[c][k] = t[c]
-                t[c] += seg_dur[c][k] * factor[c, k]
+                d = seg_dur[c][k] * factor[c, k]
+                if seg_hbm is not None and d > 0 and seg_hbm[c][k] > 0:   # its HBM, shared with collectives
+                    done_at = ledger.compute(t[c], d, c // topo.per_chip, float(seg_hbm[c][k]))
+                    if done_at > t[c] + d * (1 + 1e-9):
+                        factor[c, k] *= (done_at - t[c]) / d
+                    t[c] = done_at
+                else:
+                    t[c] += d
                 in_seg[c] = False
             if k >= len(comms[c]):
                 done[c] = True

@@ -242,8 +242,10 @@ class MultiChipTables:
         for ref in comms:
             c = colls[ref.coll]
             r = c.plan.group.index(rank)
+            hbm = float(c.plan.demand_out[r, self.topo.hbm])
             rows.append((ref.coll, r, c.plan.ranks, tl.arrive[ref.coll][r], tl.start[ref.coll], tl.end[ref.coll][r],
-                         int(c.plan.nbytes[r]), bus_factor(c.kind, c.plan.ranks)))
+                         int(c.plan.nbytes[r]), bus_factor(c.kind, c.plan.ranks), hbm * c.plan.hbm_read,
+                         hbm * (1.0 - c.plan.hbm_read)))
         a = np.array(rows, np.float64)
         arrive = np.rint(a[:, 3]).astype(np.int64)
         start = np.maximum(np.rint(a[:, 4]).astype(np.int64), arrive)
@@ -262,6 +264,8 @@ class MultiChipTables:
             "algorithm": [algs[i] for i in order], "op_id": self.coll_op[ids[order]], "bytes": nbytes[order],
             "arrive_ns": arrive[order], "start_ns": start[order], "end_ns": end[order],
             "wait_ns": (start - arrive)[order], "algo_bw_gbps": algo[order], "bus_bw_gbps": (algo * a[:, 7])[order],
+            "hbm_read_bytes": np.rint(a[order, 8]).astype(np.int64),
+            "hbm_write_bytes": np.rint(a[order, 9]).astype(np.int64),
         }, chip=chip)
         op_ids = self.coll_op[ids]
         np.minimum.at(self.op_start, op_ids, start)
@@ -318,6 +322,12 @@ class MultiChipTables:
         bin_ns = max(MIN_BIN_NS, end_ns / MAX_BINS, slice_max, link_slice)
         edges = bin_edges(end_ns, bin_ns)
         dt = np.maximum(np.diff(edges), 1e-9)   # float edges may touch at the trace end
+        c_rd, c_wr = self.tl.ledger.hbm_bytes(chip)   # the collectives' buffer traffic
+        used = np.flatnonzero(c_rd + c_wr)
+        if len(used):
+            m = int(used[-1]) + 1
+            ts = np.arange(m) * link_slice
+            hbm.append((ts, np.minimum(ts + link_slice, end_ns) - ts, c_rd[:m], c_wr[:m]))
         if hbm:  # a window's slices are clipped to its end, so windows never share a bin's time
             cat = [np.concatenate([h[i] for h in hbm]) for i in range(4)]
             rd, wr = spread_bytes(cat[0], cat[1], [cat[2], cat[3]], edges)
