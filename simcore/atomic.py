@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from simcore.errors import UserError
+from simcore.tempfiles import clean_stale, sibling
 
 
 @contextmanager
@@ -16,7 +16,8 @@ def atomic_path(target: str | os.PathLike[str], *, overwrite: bool = True) -> It
     """Yield a temporary sibling of `target`; rename it onto `target` on success.
 
     On any exception (including Ctrl-C) the temporary file is removed and the
-    target is left as it was.
+    target is left as it was. The temporary has the tool's recognisable name
+    (simcore.tempfiles), so one a killed process left is removed by a later write here.
     """
     target = Path(target)
     if target.is_dir():
@@ -25,7 +26,8 @@ def atomic_path(target: str | os.PathLike[str], *, overwrite: bool = True) -> It
         raise UserError(f"{target} already exists; choose another name.")
     if not target.parent.is_dir():
         raise UserError(f"cannot write {target}: directory {target.parent} does not exist.")
-    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    clean_stale(target.parent)
+    tmp = sibling(target)
     try:
         yield tmp
         os.replace(tmp, target)

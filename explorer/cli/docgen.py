@@ -51,7 +51,16 @@ open the desktop window. Every command answers `-h`/`--help`.
 
 Bad input (a missing file, an unknown option value, an impossible capture) prints one
 sentence, `trnx: error: ...`, on stderr and exits with status 2; Ctrl+C exits with 130.
-The same checks back the Python API (docs/python-api.md) and the GUI."""
+The same checks back the Python API (docs/python-api.md) and the GUI.
+
+Files: a command never removes or replaces what trnx did not write. `--overwrite` replaces
+only a trace trnx wrote (its meta.json says `"format": "trnx-trace"` and it holds nothing but
+its tables and the tool's own cache); a file, a symlink, another directory or a trace holding
+anything else (your notes) is refused with one sentence and left as it was. Every output is
+written to a hidden temporary beside it and renamed into place when complete, with a rename
+that never replaces what appeared at the path meanwhile: of two commands writing one path,
+one wins and the other fails with one sentence. The rules in full are in
+docs/trace-format.md, "File safety"."""
 
 
 def _command(name: str) -> click.Command:

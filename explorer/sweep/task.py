@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from simcore.errors import ConfigError, UserError
+from simcore.tempfiles import alive
 from simcore.workloads.memory import DoesNotFit
 
 SWEEP_FILE = "sweep.json"
@@ -125,16 +126,6 @@ def _capture_and_measure(task: Task, res: Any, target: Path, in_place: bool) -> 
 
 
 # -- this process's scratch directory (traces that are not kept) ----------------------------
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
-
-
 def scratch_dir() -> Path:
     """`$TMPDIR/trnx-sweep-PID-XXXX`, made once per process and removed at exit; those of dead
     processes (a killed worker) are removed when the next one is made -- nothing else is."""
@@ -144,7 +135,7 @@ def scratch_dir() -> Path:
             base = Path(tempfile.gettempdir())
             for entry in base.iterdir():
                 m = _SCRATCH_NAME.match(entry.name)
-                if m and entry.is_dir() and not entry.is_symlink() and not _alive(int(m["pid"])):
+                if m and entry.is_dir() and not entry.is_symlink() and not alive(int(m["pid"])):
                     shutil.rmtree(entry, ignore_errors=True)
             _scratch = Path(tempfile.mkdtemp(prefix=f"trnx-sweep-{os.getpid()}-", dir=base))
             atexit.register(shutil.rmtree, _scratch, True)

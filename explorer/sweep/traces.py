@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import uuid
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from simcore.errors import UserError
+from simcore.tempfiles import sibling
+from simcore.trace.target import clean_directory, plain_relative
+from simcore.trace.target import install as move_into_place
 
 
 def matching_trace(path: Path, options: Mapping[str, Any]) -> bool:
@@ -43,33 +45,27 @@ def taken(path: Path, options: Mapping[str, Any]) -> str | None:
     return f"{path} exists and is not this configuration's trace; it was left alone (move it away and --resume)."
 
 
-def _plain_relative(name: str) -> bool:
-    p = PurePosixPath(name)
-    return bool(name) and "\\" not in name and not p.is_absolute() and all(part not in ("", ".", "..") for part in p.parts)
-
-
 def install(files: Mapping[str, bytes], target: Path, options: Mapping[str, Any]) -> Path:
     """Write the files of a trace a worker sent back as `target`: into a hidden temporary sibling
-    (`.NAME.tmp-PID-TAG`, removed on any failure), then renamed into place; a trace already
+    (`.NAME.trnx-tmp-PID-TAG`, removed on any failure), then renamed into place (never over
+    anything: simcore.trace.target.install); a trace already
     there is kept if it is this configuration's, anything else is refused and left alone."""
     why = taken(target, options)
     if why is not None:
         raise UserError(why)
     if os.path.lexists(target):
         return target
-    tmp = target.parent / f".{target.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    clean_directory(target.parent)
+    tmp = sibling(target)
     tmp.mkdir()
     try:
         for rel, data in files.items():
-            if not _plain_relative(rel):
+            if not plain_relative(rel):
                 raise UserError(f"a worker sent a trace file named {rel!r}; the trace was not written.")
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / rel).write_bytes(data)
-        try:
-            os.rename(tmp, target)   # refuses a file or a non-empty directory that appeared meanwhile
-        except OSError:
-            raise UserError(f"{target} appeared while the trace was being written; it was left alone.") from None
+        move_into_place(tmp, target, False)   # never replaces what appeared meanwhile
     finally:
-        if tmp.exists():
+        if os.path.lexists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)   # ours: a fresh temporary name
     return target

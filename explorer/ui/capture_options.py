@@ -53,12 +53,11 @@ def tooltip(opt: Option) -> str:
 
 def check_output(out: Path, overwrite: bool) -> None:
     """The output-path checks `simcore.capture` makes before simulating (same sentences)."""
+    from simcore.trace.target import check_target
+
     if not str(out).strip() or str(out) == ".":
         raise ConfigError("capture needs an output path (-o NAME.trnx).")
-    if out.exists() and not overwrite:
-        raise ConfigError(f"{out} already exists; choose another name or pass --overwrite.")
-    if not out.parent.is_dir():
-        raise ConfigError(f"cannot write {out}: directory {out.parent} does not exist.")
+    check_target(out, overwrite)   # replace only a trace trnx wrote (docs/trace-format.md)
 
 
 def options_from_meta(meta: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from simcore.capture.cancel import CaptureCancelled, Progress
 from simcore.capture.options import CaptureConfig
-from simcore.errors import ConfigError
+from simcore.errors import ConfigError, UserError
 
 
 def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str | os.PathLike[str] | None = None, *,
@@ -35,16 +35,17 @@ def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str 
     """
     from simcore.capture.config import resolve
     from simcore.capture.engine import capture_to
+    from simcore.trace.target import check_target
 
     if out_path is None:
         raise ConfigError("capture needs an output path (-o NAME.trnx).")
     cfg = CaptureConfig.from_kwargs(config, **options)
     res = resolve(cfg)
     out = Path(out_path)
-    if out.exists() and not cfg.overwrite:
-        raise ConfigError(f"{out} already exists; choose another name or pass --overwrite.")
-    if not out.parent.is_dir():
-        raise ConfigError(f"cannot write {out}: directory {out.parent} does not exist.")
+    try:
+        check_target(out, cfg.overwrite)   # refused before simulating; checked again when written
+    except UserError as exc:
+        raise ConfigError(str(exc)) from None
     return capture_to(res, out, progress, cancel, compression, runner)
 
 

@@ -186,7 +186,7 @@ class CaptureConfig:
     workers: int | None = option("Processes simulating chips (auto: up to the machine's idle cores).", kind="int",
                                  default_text="auto", group=RUN, recorded=False)
     seed: int = option("Seed (MoE routing, jitter); same seed, same trace.", kind="int", default=0, group=DETAIL)
-    overwrite: bool = option("Replace an existing trace at --output.", kind="flag", default=False, group=RUN,
+    overwrite: bool = option("Replace the trace at --output if trnx wrote it (anything else there is refused and left alone).", kind="flag", default=False, group=RUN,
                              recorded=False)
 
     @classmethod

@@ -21,6 +21,12 @@ META_FILE = "meta.json"
 TABLE_SUFFIX = ".arrow"
 TRACE_SUFFIX = ".trnx"
 TIME_UNIT = "ns"
+INDEX_CACHE_FILE = "timeline-index.cache"
+DISPOSABLE_FILES = (INDEX_CACHE_FILE,)
+"""Files the tool itself may keep inside a trace directory beside its tables (caches it can
+rebuild): a trace holding them is still one the tool wrote, so --overwrite may replace it.
+Anything else in a trace directory (a user's notes, annotations) is not the tool's, and makes
+--overwrite refuse the trace (simcore/trace/target.py)."""
 
 # Arrow IPC file ("Feather v2") magic: the file starts with it (padded to 8 bytes)
 # and ends with it.

@@ -4,6 +4,7 @@ Rows arrive as record batches (or dicts of numpy arrays) and go straight to Arro
 IPC files, so a 10-million-row table never exists as Python objects. Everything is
 written into a hidden temporary sibling directory that is renamed onto the target
 only when `close()` succeeds: an interrupted capture leaves nothing at the target.
+What may be at the target, and how it is replaced, is simcore/trace/target.py's.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,9 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from simcore.errors import UserError
+from simcore.tempfiles import sibling
 from simcore.trace import schema as S
+from simcore.trace.target import check_target, clean_directory, install
 
 COMPRESSIONS = (None, "lz4", "zstd")
 
@@ -166,18 +168,16 @@ class TraceWriter:
     ) -> None:
         if compression not in COMPRESSIONS:
             raise UserError(f"unknown compression '{compression}'; choose lz4, zstd or none.")
-        self.path = Path(path)
-        if self.path.exists() and not overwrite:
-            raise UserError(f"{self.path} already exists; choose another name or pass --overwrite.")
-        if not self.path.parent.is_dir():
-            raise UserError(f"cannot write {self.path}: directory {self.path.parent} does not exist.")
+        self.path = check_target(path, overwrite)
+        self.overwrite = overwrite
         self.meta: dict[str, Any] = dict(meta or {})
         self.compression = compression
         self._options = ipc.IpcWriteOptions(
             compression={"lz4": "lz4", "zstd": "zstd", None: None}[compression],
             emit_dictionary_deltas=True,
         )
-        self._tmp = self.path.parent / f".{self.path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        clean_directory(self.path.parent)
+        self._tmp = sibling(self.path)
         self._tmp.mkdir()
         self._files: dict[tuple[str, int | None], _TableFile] = {}
         self._partitioned: dict[str, bool] = {}
@@ -281,13 +281,7 @@ class TraceWriter:
         return meta
 
     def _move_into_place(self) -> None:
-        old = None
-        if self.path.exists():
-            old = self.path.parent / f".{self.path.name}.old-{uuid.uuid4().hex[:8]}"
-            os.rename(self.path, old)
-        os.rename(self._tmp, self.path)
-        if old is not None:
-            shutil.rmtree(old) if old.is_dir() else old.unlink()
+        install(self._tmp, self.path, self.overwrite)
 
     def abort(self) -> None:
         """Throw away everything written; the target path is left untouched."""

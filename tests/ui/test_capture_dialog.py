@@ -159,8 +159,7 @@ def test_validation_shows_the_cli_sentence(qtbot, tmp_path, monkeypatch, edits, 
 def test_existing_output_needs_overwrite(qtbot, tmp_path):
     from explorer.ui.capture_dialog import CaptureDialog
 
-    out = tmp_path / "taken.trnx"
-    out.mkdir()
+    out = sc.capture({"workload": "gemm", "shape": "256,256,256"}, tmp_path / "taken.trnx")
     dialog = CaptureDialog(directory=tmp_path, initial={"workload": "gemm", "shape": "256,256,256", "output": str(out)})
     qtbot.addWidget(dialog)
     dialog.show()

@@ -22,7 +22,7 @@ import click
 @click.argument("traces", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="The trace directory to write (NAME.trnx).")
 @click.option("--python", "include_python", is_flag=True, help="Also import python_function events as ops (slower).")
-@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a trace trnx wrote (anything else there is refused and left alone).")
 @click.option("--json", "as_json", is_flag=True, help="Print the import report and breakdown as JSON.")
 @click.option("-j", "--jobs", default=0, type=click.IntRange(min=0), help="Processes reading rank files in parallel (0: one per core).")
 def import_trace(traces: tuple[str, ...], output: str, include_python: bool, overwrite: bool, as_json: bool, jobs: int) -> None:

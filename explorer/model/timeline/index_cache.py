@@ -21,6 +21,8 @@ import hashlib
 import json
 import os
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +31,9 @@ import numpy as np
 from simcore.atomic import atomic_path
 from simcore.errors import UserError
 from simcore.trace import Trace
+from simcore.trace import schema as S
 
-CACHE_FILE = "timeline-index.cache"
+CACHE_FILE = S.INDEX_CACHE_FILE  # one of the trace format's DISPOSABLE_FILES: a trace holding it is still ours
 FORMAT = "trnx-timeline-index"
 VERSION = 1
 MAGIC = b"TRNXIDX\x00"
@@ -103,7 +106,7 @@ def save(trace: Trace, arrays: dict[str, np.ndarray], info: dict[str, Any]) -> b
         header = json.dumps({"format": FORMAT, "version": VERSION, "stamp": stamp(trace), "info": info,
                              "arrays": layout}).encode("utf-8")
         data = _align(len(MAGIC) + 8 + len(header))
-        with atomic_path(trace.path / CACHE_FILE) as tmp, open(tmp, "wb") as fh:
+        with companion_path(trace.path, CACHE_FILE) as tmp, open(tmp, "wb") as fh:
             fh.write(MAGIC + struct.pack("<Q", len(header)) + header)
             for name, a in arrays.items():
                 fh.seek(data + layout[name][0])
@@ -112,6 +115,17 @@ def save(trace: Trace, arrays: dict[str, np.ndarray], info: dict[str, Any]) -> b
         return True
     except (OSError, ValueError, TypeError, UserError):
         return False
+
+
+@contextmanager
+def companion_path(trace_dir: Path, name: str) -> Iterator[Path]:
+    """Write one of the tool's disposable files (`schema.DISPOSABLE_FILES`) inside a trace
+    directory, atomically: a temporary beside it, renamed over it when complete. Only those
+    names: anything else in a trace directory is the user's, and makes --overwrite refuse it."""
+    if name not in S.DISPOSABLE_FILES:
+        raise ValueError(f"{name} is not one of the trace format's disposable files")
+    with atomic_path(Path(trace_dir) / name) as tmp:
+        yield tmp
 
 
 def _align(n: int) -> int:

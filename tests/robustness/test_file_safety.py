@@ -1,0 +1,198 @@
+"""Never destroy what the tool did not create (issue 12, items 1-2): `--overwrite` replaces only a
+trace trnx wrote, and the final move never replaces what appeared meanwhile.
+
+Each case runs the real `trnx` entry point (in process: argument parsing, the error path and
+the exit code are the CLI's) and then looks at the disk as the user would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import simcore.capture.engine as engine
+from explorer.cli.main import main
+from interop.kineto_samples import write_ranks
+from simcore.trace import open_trace
+
+GEMM = ["capture", "-w", "gemm", "--shape", "256,256,256", "-q"]
+
+
+@pytest.fixture
+def trnx(capsys):
+    """Run `trnx ARGS` in this process: (exit code, stderr)."""
+    def run(*args: object) -> tuple[int, str]:
+        capsys.readouterr()
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        return code, capsys.readouterr().err
+    return run
+
+
+def one_sentence(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trnx: error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file under `root` (symlinks as '-> target'), to compare before and after."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                out[rel] = "-> " + os.readlink(p)
+            elif p.is_file():
+                out[rel] = p.read_bytes().hex()[:64] + str(p.stat().st_size)
+            else:
+                out[rel] = "/"
+    return out
+
+
+def capture_rows(path: Path) -> int:
+    return int(open_trace(path).workload["m"])
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda p: (p.mkdir(), (p / "docs").mkdir(), (p / "docs" / "f").write_text("x")), "is not a trace trnx wrote"),
+    (lambda p: p.write_text("my notes"), "is a file, not a trace"),
+    (lambda p: p.mkdir(), "it has no meta.json"),
+    (lambda p: (p.mkdir(), (p / "meta.json").write_text('{"format": "other"}')), "does not say format 'trnx-trace'"),
+])
+def test_overwrite_refuses_what_is_not_a_trace_and_touches_nothing(trnx, tmp_path, make, why):
+    out = tmp_path / "d"
+    make(out)
+    before = tree(tmp_path)
+    code, err = trnx(*GEMM, "-o", out, "--overwrite")
+    assert code == 2 and why in one_sentence(err)
+    assert "--overwrite replaces only a trace trnx wrote, so it was left alone" in err
+    assert tree(tmp_path) == before  # nothing removed, nothing left behind
+
+
+def test_overwrite_refuses_a_symlink_even_to_a_trace(trnx, tmp_path):
+    real = tmp_path / "real.trnx"
+    assert trnx(*GEMM, "-o", real)[0] == 0
+    link = tmp_path / "link.trnx"
+    link.symlink_to(real.name)
+    before = tree(tmp_path)
+    code, err = trnx(*GEMM, "-o", link, "--overwrite")
+    assert code == 2 and f"{link} is a symbolic link" in one_sentence(err)
+    assert tree(tmp_path) == before
+
+
+def test_overwrite_refuses_a_trace_holding_a_users_file(trnx, tmp_path):
+    out = tmp_path / "run.trnx"
+    assert trnx(*GEMM, "-o", out)[0] == 0
+    (out / "notes.txt").write_text("my analysis")
+    before = tree(tmp_path)
+    code, err = trnx(*GEMM, "-o", out, "--overwrite")
+    assert code == 2 and f"{out} holds notes.txt, which trnx did not write" in one_sentence(err)
+    assert tree(tmp_path) == before
+
+
+def test_overwrite_replaces_a_trace_of_ours_with_its_index_cache(trnx, tmp_path):
+    out = tmp_path / "run.trnx"
+    assert trnx(*GEMM, "-o", out)[0] == 0
+    (out / "timeline-index.cache").write_bytes(b"the tool's own disposable file")
+    code, err = trnx("capture", "-w", "gemm", "--shape", "512,256,256", "-q", "-o", out, "--overwrite")
+    assert code == 0, err
+    assert capture_rows(out) == 512
+    assert not (out / "timeline-index.cache").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["run.trnx"]  # no temporary, no old trace left
+
+
+def test_import_overwrite_follows_the_same_rules(trnx, tmp_path):
+    paths = write_ranks(tmp_path)
+    out = tmp_path / "run.trnx"
+    out.mkdir()
+    (out / "keep.me").write_text("x")
+    code, err = trnx("import", *paths, "-o", out, "--overwrite")
+    assert code == 2 and "is not a trace trnx wrote" in one_sentence(err)
+    assert (out / "keep.me").read_text() == "x" and len(list(out.iterdir())) == 1
+    out2 = tmp_path / "imported.trnx"
+    assert trnx("import", *paths, "-o", out2)[0] == 0
+    assert trnx("import", *paths, "-o", out2, "--overwrite")[0] == 0
+    open_trace(out2)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def _meanwhile(monkeypatch, action):
+    """Run `action()` while the capture simulates (after the start's checks, before the write)."""
+    real = engine.simulate
+
+    def simulate(*args, **kwargs):
+        action()
+        return real(*args, **kwargs)
+    monkeypatch.setattr(engine, "simulate", simulate)
+
+
+def test_a_directory_that_appears_during_the_capture_is_left_alone(trnx, tmp_path, monkeypatch):
+    out = tmp_path / "results"
+    _meanwhile(monkeypatch, lambda: (out.mkdir(), (out / "notes.txt").write_text("mine")))
+    code, err = trnx(*GEMM, "-o", out)
+    assert code == 2 and f"{out} appeared while this trace was being written" in one_sentence(err)
+    assert tree(tmp_path) == {"results": "/", "results/notes.txt": tree(out)["notes.txt"]}
+
+
+def test_a_file_added_to_the_old_trace_during_an_overwrite_keeps_both(trnx, tmp_path, monkeypatch):
+    out = tmp_path / "results.trnx"
+    assert trnx(*GEMM, "-o", out)[0] == 0
+    _meanwhile(monkeypatch, lambda: (out / "notes.txt").write_text("mine"))
+    code, err = trnx("capture", "-w", "gemm", "--shape", "512,256,256", "-q", "-o", out, "--overwrite")
+    assert code == 2 and f"{out} holds notes.txt" in one_sentence(err)
+    assert (out / "notes.txt").read_text() == "mine" and capture_rows(out) == 256  # the old trace, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["results.trnx"]
+
+
+def test_a_file_replacing_the_old_trace_during_an_overwrite_is_left_alone(trnx, tmp_path, monkeypatch):
+    out = tmp_path / "results.trnx"
+    assert trnx(*GEMM, "-o", out)[0] == 0
+
+    def swap() -> None:
+        import shutil
+        shutil.rmtree(out)
+        out.write_text("a file now")
+    _meanwhile(monkeypatch, swap)
+    code, err = trnx(*GEMM, "-o", out, "--overwrite")
+    assert code == 2 and f"{out} is a file, not a trace" in one_sentence(err)
+    assert out.read_text() == "a file now"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.trnx"]
+
+
+def test_two_captures_to_one_path_one_wins_the_other_fails_cleanly(tmp_path):
+    out = tmp_path / "same.trnx"
+    cmd = [sys.executable, "-m", "explorer.cli.main", *GEMM, "-o", str(out)]
+    procs = [subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert sorted(code for code, _ in results) == [0, 2], results
+    err = next(e for code, e in results if code == 2)
+    assert "already exists" in err or "appeared while this trace was being written" in err
+    one_sentence(err)
+    open_trace(out)
+    assert [p.name for p in tmp_path.iterdir()] == ["same.trnx"]
+
+
+def test_the_meta_json_decides_what_is_ours(tmp_path):
+    """A partitioned trace's chip directories and files are ours; a stray file inside one is not."""
+    from simcore.trace import TraceWriter
+    from simcore.trace.target import not_ours
+    from tracegen import tiny_tables
+
+    out = tmp_path / "p.trnx"
+    with TraceWriter(out) as w:
+        for name, data in tiny_tables().items():
+            w.write(name, data, chip=0) if name == "instructions" else w.write(name, data)
+    assert json.loads((out / "meta.json").read_text())["tables"]["instructions"]["partitions"]
+    assert not_ours(out) is None
+    (out / "instructions" / "chip=0" / "x.csv").write_text("mine")
+    assert "holds instructions/chip=0/x.csv" in not_ours(out)
