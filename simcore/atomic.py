@@ -1,14 +1,16 @@
-"""Write files so that a failure never leaves a half-written file at the target."""
+"""Write files so that a failure never leaves a half-written file at the target, and so that
+nothing the tool did not write is replaced (docs/trace-format.md, "File safety")."""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from simcore.errors import UserError
-from simcore.tempfiles import clean_stale, sibling
+from simcore.tempfiles import clean_stale, rename_noreplace, sibling
 
 
 @contextmanager
@@ -18,19 +20,58 @@ def atomic_path(target: str | os.PathLike[str], *, overwrite: bool = True) -> It
     On any exception (including Ctrl-C) the temporary file is removed and the
     target is left as it was. The temporary has the tool's recognisable name
     (simcore.tempfiles), so one a killed process left is removed by a later write here.
+    Refused with one sentence: a target inside a trace directory (except the format's
+    disposable files), a directory, a symlink or a special file at the target, and any
+    existing file without `overwrite`. Without `overwrite` the final rename never replaces
+    what appeared meanwhile; with it, only a plain file is replaced.
     """
-    target = Path(target)
-    if target.is_dir():
-        raise UserError(f"cannot write {target}: it is a directory.")
-    if target.exists() and not overwrite:
-        raise UserError(f"{target} already exists; choose another name.")
-    if not target.parent.is_dir():
-        raise UserError(f"cannot write {target}: directory {target.parent} does not exist.")
+    target = check_output(target, overwrite)
     clean_stale(target.parent)
     tmp = sibling(target)
     try:
         yield tmp
-        os.replace(tmp, target)
+        if overwrite:
+            _check_existing(target, overwrite, meanwhile=True)
+            try:
+                os.replace(tmp, target)
+            except (IsADirectoryError, NotADirectoryError):
+                raise UserError(f"{target} appeared while it was being written and is not a file; it was left "
+                                "alone and nothing was written.") from None
+        else:
+            try:
+                rename_noreplace(tmp, target)
+            except FileExistsError:
+                raise UserError(f"{target} appeared while it was being written; it was left alone and nothing "
+                                "was written.") from None
     finally:
-        if tmp.exists():
+        if os.path.lexists(tmp):
             tmp.unlink()
+
+
+def check_output(target: str | os.PathLike[str], overwrite: bool) -> Path:
+    """The checks `atomic_path` makes before writing, for a command to make before any work."""
+    from simcore.trace.target import check_not_in_trace
+
+    target = Path(target)
+    if not target.parent.is_dir():
+        raise UserError(f"cannot write {target}: directory {target.parent} does not exist.")
+    check_not_in_trace(target)
+    _check_existing(target, overwrite)
+    return target
+
+
+def _check_existing(target: Path, overwrite: bool, meanwhile: bool = False) -> None:
+    """What is at `target` now may be replaced: nothing, or (with `overwrite`) a plain file."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return
+    when = " (it appeared while the output was being written)" if meanwhile else ""
+    if stat.S_ISDIR(mode):
+        raise UserError(f"cannot write {target}: it is a directory{when}.")
+    if stat.S_ISLNK(mode):
+        raise UserError(f"{target} is a symbolic link{when}; it was left alone, choose another name.")
+    if not stat.S_ISREG(mode):
+        raise UserError(f"{target} is not a plain file{when}; it was left alone, choose another name.")
+    if not overwrite:
+        raise UserError(f"{target} already exists; choose another name or pass --overwrite.")

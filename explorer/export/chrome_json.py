@@ -106,7 +106,7 @@ def export_chrome_json(trace: Trace, out: Path, options: dict[str, Any]) -> int:
     track_chip[tracks.ids] = tracks.chip
     label = {int(t): tracks.label(i) for i, t in enumerate(tracks.ids.tolist())}
     word = "rank" if trace.meta.get("source") == "kineto" else "chip"
-    with atomic_path(out) as tmp:
+    with atomic_path(out, overwrite=options.get("overwrite", True)) as tmp:
         with open(tmp, "w", encoding="utf-8", buffering=1 << 20) as fh:
             fh.write(_header(trace))
             w = _Out(fh)

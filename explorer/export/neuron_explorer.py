@@ -12,9 +12,7 @@ what each table holds and what is not exported.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +29,9 @@ from explorer.model.columns import codes, num, strings
 from explorer.model.tracks import ENGINE_OF_KIND
 from explorer.model.analysis.summary import summarize
 from simcore.errors import UserError
+from simcore.tempfiles import clean_stale, rename_noreplace, sibling
 from simcore.trace import Trace
+from simcore.trace.target import check_not_in_trace
 from simcore.trace.schema import COUNTER_HBM_READ, COUNTER_HBM_WRITE, COUNTER_PSUM, COUNTER_SBUF, COUNTER_THROTTLE, OPCODE_TRANSPOSE
 
 THROTTLE_N = 1_000_000  # Throttle rows write the limit as k / 10^6
@@ -542,6 +542,7 @@ def _export_chip(trace: Trace, chip: int, ctx: _Context, d: Path) -> tuple[int, 
 def export_neuron_explorer(trace: Trace, out: Path, options: dict[str, Any]) -> int:
     """Write `out` (a new directory): one Neuron Explorer profile per chip of the trace."""
     out = Path(out)
+    check_not_in_trace(out)
     if out.exists() or out.is_symlink():
         raise UserError(f"{out} already exists; a Neuron Explorer profile is written into a new directory, choose another name.")
     if not out.parent.is_dir():
@@ -556,7 +557,8 @@ def export_neuron_explorer(trace: Trace, out: Path, options: dict[str, Any]) -> 
         chips = [c for c in chips if c in scope.chips]
     if not chips:
         raise UserError(f"{trace.path} has no chip to export.")
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    clean_stale(out.parent)
+    tmp = sibling(out)
     tmp.mkdir()
     try:
         rows = 0
@@ -565,9 +567,10 @@ def export_neuron_explorer(trace: Trace, out: Path, options: dict[str, Any]) -> 
             d.mkdir(exist_ok=True)
             n, _ = _export_chip(trace, chip, ctx, d)
             rows += n
-        if out.exists():
-            raise UserError(f"{out} appeared while exporting; nothing was written there.")
-        os.rename(tmp, out)
+        try:
+            rename_noreplace(tmp, out)
+        except FileExistsError:
+            raise UserError(f"{out} appeared while exporting; it was left alone and nothing was written.") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -195,7 +195,7 @@ def export_perfetto(trace: Trace, out: Path, options: dict[str, Any]) -> int:
         out_flows.setdefault(s, []).append(k + 1)
         in_flows.setdefault(d, []).append(k + 1)
     flow_events = np.array(sorted(set(out_flows) | set(in_flows)), dtype=np.int64)
-    with atomic_path(out) as tmp:
+    with atomic_path(out, overwrite=options.get("overwrite", True)) as tmp:
         with open(tmp, "wb", buffering=1 << 20) as fh:
             packets = _descriptors(fh, tracks, word)
             bases: dict[int, int] = {}

@@ -65,7 +65,7 @@ def _plain(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 def export_parquet(trace: Trace, out: Path, options: dict[str, Any]) -> int:
     table = _table(trace, options)
-    with atomic_path(out) as tmp:
+    with atomic_path(out, overwrite=options.get("overwrite", True)) as tmp:
         with pq.ParquetWriter(str(tmp), table.schema, compression="zstd") as w:
             for batch in table.to_batches(max_chunksize=1 << 20):
                 w.write_batch(batch)
@@ -74,7 +74,7 @@ def export_parquet(trace: Trace, out: Path, options: dict[str, Any]) -> int:
 
 def export_csv(trace: Trace, out: Path, options: dict[str, Any]) -> int:
     table = _table(trace, options)
-    with atomic_path(out) as tmp:
+    with atomic_path(out, overwrite=options.get("overwrite", True)) as tmp:
         schema = pa.schema(
             [pa.field(f.name, pa.string()) if pa.types.is_dictionary(f.type) else f for f in table.schema]
         )

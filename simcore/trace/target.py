@@ -40,6 +40,7 @@ def check_target(path: str | os.PathLike[str], overwrite: bool) -> Path:
     path = Path(path)
     if not path.parent.is_dir():
         raise UserError(f"cannot write {path}: directory {path.parent} does not exist.")
+    check_not_in_trace(path)
     if not os.path.lexists(path):
         return path
     if not overwrite:
@@ -157,6 +158,28 @@ def _first_foreign(root: Path, files: set[str]) -> str | None:
 def _ancestors(d: str) -> list[str]:
     parts = [] if d in ("", ".") else d.split("/")
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def trace_containing(path: Path) -> Path | None:
+    """The trace directory a file written at `path` would land in (its real parent directory or
+    one above it holds a meta.json of this format), or None."""
+    parent = Path(os.path.realpath(Path(path).parent))
+    for d in (parent, *parent.parents):
+        if os.path.isfile(d / S.META_FILE) and isinstance(_meta(d), dict):
+            return d
+    return None
+
+
+def check_not_in_trace(path: Path) -> None:
+    """Refuse a file written inside a trace directory (symlinks resolved): a trace holds only
+    what its writer put there, plus the format's disposable files."""
+    trace = trace_containing(path)
+    if trace is None:
+        return
+    if trace == Path(os.path.realpath(Path(path).parent)) and Path(path).name in S.DISPOSABLE_FILES:
+        return
+    raise UserError(f"{path} is inside the trace {trace}; trnx never writes into a trace directory, "
+                    "choose a path outside it.")
 
 
 def clean_directory(directory: Path) -> None:

@@ -74,7 +74,7 @@ def test_export_range_units_and_chips(basic, tmp_path, capsys):
     rows = csv.read_text().splitlines()
     chip = rows[0].split(",").index('"chip"')
     assert len(rows) > 1 and {r.split(",")[chip] for r in rows[1:]} == {"1"}
-    code, _, err = trnx(capsys, "export", basic, "--format", "csv", "--table", "flows", "--range", "0:1us", "-o", csv)
+    code, _, err = trnx(capsys, "export", basic, "--format", "csv", "--table", "flows", "--range", "0:1us", "-o", tmp_path / "f.csv")
     assert code == 2 and "the flows table has no times, so --range does not apply to it." in err
 
 

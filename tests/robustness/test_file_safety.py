@@ -196,3 +196,75 @@ def test_the_meta_json_decides_what_is_ours(tmp_path):
     assert not_ours(out) is None
     (out / "instructions" / "chip=0" / "x.csv").write_text("mine")
     assert "holds instructions/chip=0/x.csv" in not_ours(out)
+
+
+# -- trnx export (item 3) ---------------------------------------------------------------------
+@pytest.fixture
+def small(trnx, tmp_path):
+    out = tmp_path / "t.trnx"
+    assert trnx(*GEMM, "-o", out)[0] == 0
+    return out
+
+
+@pytest.mark.parametrize("where", ["meta.json", "tracks.arrow", "new.csv", "../t.trnx/x.csv"])
+def test_export_never_writes_inside_a_trace(trnx, small, where):
+    before = tree(small.parent)
+    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", small / where, "--overwrite")
+    assert code == 2 and "trnx never writes into a trace directory" in one_sentence(err)
+    assert tree(small.parent) == before
+    open_trace(small)
+
+
+def test_export_into_a_trace_through_a_symlinked_directory_is_refused(trnx, small, tmp_path):
+    (tmp_path / "alias").symlink_to(small.name)
+    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", tmp_path / "alias" / "meta.json",
+                     "--overwrite")
+    assert code == 2 and f"is inside the trace {small.resolve()}" in one_sentence(err)
+    open_trace(small)
+
+
+def test_export_refuses_an_existing_file_without_overwrite(trnx, small, tmp_path):
+    out = tmp_path / "tracks.csv"
+    out.write_text("my spreadsheet")
+    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out)
+    assert code == 2 and f"{out} already exists; choose another name or pass --overwrite." in one_sentence(err)
+    assert out.read_text() == "my spreadsheet"
+    assert trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out, "--overwrite")[0] == 0
+    assert out.read_text().startswith('"track_id"')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trnx", "tracks.csv"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "chrome-json", "perfetto", "neuron-explorer"])
+def test_export_with_overwrite_never_replaces_a_directory_or_a_symlink(trnx, small, tmp_path, fmt):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "keep").write_text("x")
+    (tmp_path / "target.txt").write_text("linked")
+    (tmp_path / "link").symlink_to("target.txt")
+    before = tree(tmp_path)
+    for out, why in ((tmp_path / "dir", "directory"), (tmp_path / "link", "symbolic link")):
+        code, err = trnx("export", small, "--table", "tracks", "--format", fmt, "-o", out, "--overwrite")
+        sentence = one_sentence(err)
+        assert code == 2 and (why in sentence or "already exists" in sentence), sentence
+    assert tree(tmp_path) == before
+
+
+def test_a_file_that_appears_during_an_export_is_left_alone(small, tmp_path, monkeypatch, trnx):
+    import explorer.export.tables as tables
+
+    out = tmp_path / "x.csv"
+    real = tables._plain
+
+    def plain(*args, **kwargs):   # a batch being written: the output is being written
+        out.write_text("appeared")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(tables, "_plain", plain)
+    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out)
+    assert code == 2 and "appeared while it was being written" in one_sentence(err)
+    assert out.read_text() == "appeared"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trnx", "x.csv"]
+
+
+def test_a_capture_inside_a_trace_is_refused(trnx, small):
+    code, err = trnx(*GEMM, "-o", small / "inner.trnx")
+    assert code == 2 and "trnx never writes into a trace directory" in one_sentence(err)
+    assert not (small / "inner.trnx").exists()

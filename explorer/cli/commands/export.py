@@ -12,16 +12,21 @@ from simcore.trace import open_trace
 from simcore.trace.schema import TABLES
 
 
-@click.command(help="Export a trace table to Parquet or CSV, or the whole timeline to Chrome JSON or Perfetto (streamed, written atomically). --range/--chips/--cores/--tracks keep the rows on those tracks that overlap the window, whole.")
+@click.command(help="Export a trace table to Parquet or CSV, or the whole timeline to Chrome JSON or Perfetto (streamed, written atomically; an existing OUTPUT is replaced only with --overwrite, and never a file inside a trace directory). --range/--chips/--cores/--tracks keep the rows on those tracks that overlap the window, whole.")
 @click.argument("trace", type=click.Path())
 @click.option("--table", "table", type=click.Choice(list(TABLES)), help="The table to export.")
 @click.option("--format", "fmt", required=True, type=click.Choice(["parquet", "csv", "chrome-json", "perfetto", "neuron-explorer"]), help="Output format (chrome-json and perfetto open in ui.perfetto.dev; neuron-explorer writes a directory of Neuron Explorer's Parquet tables, one profile per chip).")
-@click.option("-o", "--output", required=True, type=click.Path(), help="Output file (a new directory for neuron-explorer).")
+@click.option("-o", "--output", required=True, type=click.Path(), help="Output file (a new directory for neuron-explorer); never inside a trace directory.")
+@click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a plain file (never a directory, a symlink or a file inside a trace).")
 @scope_options
-def export(trace: str, table: str | None, fmt: str, output: str, **selection: Any) -> None:
+def export(trace: str, table: str | None, fmt: str, output: str, overwrite: bool, **selection: Any) -> None:
     from explorer.export import FORMATS
 
+    from simcore.atomic import check_output
+
+    if fmt != "neuron-explorer":   # (that one writes a new directory; it checks the same itself)
+        check_output(output, overwrite)   # before any work; checked again when the file is renamed in
     scope = pop_scope(selection)
     t = open_trace(trace, validate=False)
-    rows = FORMATS[fmt](t, Path(output), {"table": table, "scope": scope})
+    rows = FORMATS[fmt](t, Path(output), {"table": table, "scope": scope, "overwrite": overwrite})
     click.echo(f"wrote {rows:,} rows to {output}", err=True)
