@@ -59,7 +59,9 @@ its tables and the tool's own cache); a file, a symlink, another directory or a 
 anything else (your notes) is refused with one sentence and left as it was. Every output is
 written to a hidden temporary beside it and renamed into place when complete, with a rename
 that never replaces what appeared at the path meanwhile: of two commands writing one path,
-one wins and the other fails with one sentence. The rules in full are in
+one wins and the other fails with one sentence. Nothing is ever written inside a trace
+directory (`trnx export -o run.trnx/x.csv` is refused), and `trnx export` replaces an existing
+file only with `--overwrite`. The rules in full are in
 docs/trace-format.md, "File safety"."""
 
 
