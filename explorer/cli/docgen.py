@@ -50,7 +50,9 @@ inspect, validate, summarize, compare and export it, import PyTorch-profiler tra
 open the desktop window. Every command answers `-h`/`--help`.
 
 Bad input (a missing file, an unknown option value, an impossible capture) prints one
-sentence, `trnx: error: ...`, on stderr and exits with status 2; Ctrl+C exits with 130.
+sentence, `trnx: error: ...`, on stderr and exits with status 2; Ctrl+C exits with 130, and
+SIGTERM during `capture`, `import` or `export` is handled the same way (its temporaries
+removed) and exits with 143.
 The same checks back the Python API (docs/python-api.md) and the GUI.
 
 Files: a command never removes or replaces what trnx did not write. `--overwrite` replaces
@@ -61,7 +63,8 @@ written to a hidden temporary beside it and renamed into place when complete, wi
 that never replaces what appeared at the path meanwhile: of two commands writing one path,
 one wins and the other fails with one sentence. Nothing is ever written inside a trace
 directory (`trnx export -o run.trnx/x.csv` is refused), and `trnx export` replaces an existing
-file only with `--overwrite`. The rules in full are in
+file only with `--overwrite`. Hidden temporaries a killed process left (`.NAME.trnx-tmp-*`)
+are removed by the next write into that directory. The rules in full are in
 docs/trace-format.md, "File safety"."""
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from explorer.cli.signals import sigterm_like_ctrl_c
 from simcore.capture.options import OPTIONS, Option
 
 
@@ -83,6 +84,7 @@ Multi-chip (degrees count ranks = logical cores, 4 a chip at LNC=2; docs/simulat
 @click.option("--scheduler", metavar="tcp://HOST:PORT", default=None,
               help="Simulate a multi-chip capture's chips on this Dask cluster (docs/sweeps.md).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar or summary line.")
+@sigterm_like_ctrl_c
 def capture(output: str, compression: str, scheduler: str | None, quiet: bool, **given: Any) -> None:
     import simcore.capture as sc
 

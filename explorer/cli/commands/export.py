@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from explorer.cli.scope_options import pop_scope, scope_options
+from explorer.cli.signals import sigterm_like_ctrl_c
 from simcore.trace import open_trace
 from simcore.trace.schema import TABLES
 
@@ -19,6 +20,7 @@ from simcore.trace.schema import TABLES
 @click.option("-o", "--output", required=True, type=click.Path(), help="Output file (a new directory for neuron-explorer); never inside a trace directory.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a plain file (never a directory, a symlink or a file inside a trace).")
 @scope_options
+@sigterm_like_ctrl_c
 def export(trace: str, table: str | None, fmt: str, output: str, overwrite: bool, **selection: Any) -> None:
     from explorer.export import FORMATS
 

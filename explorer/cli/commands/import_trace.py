@@ -7,6 +7,8 @@ import json
 
 import click
 
+from explorer.cli.signals import sigterm_like_ctrl_c
+
 
 @click.command(
     "import",
@@ -25,6 +27,7 @@ import click
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a trace trnx wrote (anything else there is refused and left alone).")
 @click.option("--json", "as_json", is_flag=True, help="Print the import report and breakdown as JSON.")
 @click.option("-j", "--jobs", default=0, type=click.IntRange(min=0), help="Processes reading rank files in parallel (0: one per core).")
+@sigterm_like_ctrl_c
 def import_trace(traces: tuple[str, ...], output: str, include_python: bool, overwrite: bool, as_json: bool, jobs: int) -> None:
     from simcore.trace import open_trace
     from explorer.interop import import_kineto
