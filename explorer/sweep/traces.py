@@ -18,7 +18,8 @@ from typing import Any
 
 from simcore.errors import UserError
 from simcore.tempfiles import sibling
-from simcore.trace.target import clean_directory, plain_relative
+from simcore.trace.schema import plain_relative
+from simcore.trace.target import clean_directory
 from simcore.trace.target import install as move_into_place
 
 

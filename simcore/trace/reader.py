@@ -64,6 +64,8 @@ def read_meta(path: Path) -> dict[str, Any]:
         entry = tables.get(name)
         if not isinstance(entry, dict) or not ("file" in entry or "partitions" in entry):
             raise TraceFormatError(f"{path} is missing the required table '{name}'.")
+    for name in S.TABLES:
+        _table_parts(path, meta, name)  # file names inside the trace, row counts well formed
     span = meta.get("span_ns")
     if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) for x in span)):
         raise TraceFormatError(f"{meta_path} has no valid span_ns (expected [start, end] in ns).")
@@ -81,11 +83,30 @@ def _table_parts(path: Path, meta: dict[str, Any], name: str) -> list[tuple[int 
         for p in parts:
             if not (isinstance(p, dict) and isinstance(p.get("file"), str) and isinstance(p.get("chip"), int)):
                 raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed partition entry.")
-            out.append((p["chip"], path / p["file"], _rows(path, name, p.get("rows"))))
+            out.append((p["chip"], path / _file_name(path, name, p["file"]), _rows(path, name, p.get("rows"))))
         return out
     if not isinstance(entry["file"], str):
         raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed file name.")
-    return [(None, path / entry["file"], _rows(path, name, entry.get("rows")))]
+    return [(None, path / _file_name(path, name, entry["file"]), _rows(path, name, entry.get("rows")))]
+
+
+def _file_name(path: Path, name: str, file: str) -> str:
+    """A table file name from meta.json: only a plain relative name inside the trace (a trace
+    must not make a command read another trace's table, or any file on the machine)."""
+    if not S.plain_relative(file):
+        raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' names the file {file[:80]!r}, which is not a "
+                               "plain relative name inside the trace directory.")
+    return file
+
+
+def _check_inside(trace_dir: Path, file: Path) -> None:
+    """No part of a table's path inside the trace is a symbolic link (it could lead anywhere)."""
+    here = trace_dir
+    for part in file.relative_to(trace_dir).parts:
+        here = here / part
+        if here.is_symlink():
+            raise TraceFormatError(f"{here} is a symbolic link; a trace's table files must be plain files inside "
+                                   "its directory.")
 
 
 def _rows(path: Path, name: str, value: Any) -> int | None:
@@ -130,7 +151,9 @@ def _check_buffers(table: pa.Table) -> None:
                     raise ValueError("dictionary code out of range")
 
 
-def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None) -> pa.Table:
+def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None, trace_dir: Path | None = None) -> pa.Table:
+    if trace_dir is not None:
+        _check_inside(trace_dir, file)
     _check_magic(file)
     try:
         source = pa.memory_map(str(file), "r")
@@ -244,7 +267,7 @@ class Trace:
     def _file(self, file: Path, spec: S.TableSpec, rows: int | None) -> pa.Table:
         table = self._files.get(file)
         if table is None:
-            table = self._files[file] = _read_file(file, spec, rows)
+            table = self._files[file] = _read_file(file, spec, rows, self.path)
         return table
 
     def to_pandas(self, name: str, chips: list[int] | None = None) -> pd.DataFrame:

@@ -281,6 +281,15 @@ def spec(name: str) -> TableSpec:
         raise UserError(f"unknown table '{name}'; a trace has: {', '.join(TABLES)}.") from None
 
 
+def plain_relative(name: object) -> bool:
+    """A file name meta.json may give a table: a relative path inside the trace directory
+    (`instructions.arrow`, `instructions/chip=3/part-0.arrow`), never absolute, never with
+    '..', '.', an empty part, a backslash or a NUL."""
+    if not isinstance(name, str) or not name or "\\" in name or "\x00" in name or name.startswith("/"):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
+
+
 def parse_version(text: object) -> tuple[int, int] | None:
     """'1.0' -> (1, 0); None when `text` is not a MAJOR.MINOR string."""
     if not isinstance(text, str):

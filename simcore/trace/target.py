@@ -26,6 +26,7 @@ from typing import Any
 from simcore.errors import UserError
 from simcore.tempfiles import OLD, _NAME, clean_stale, rename_noreplace, sibling
 from simcore.trace import schema as S
+from simcore.trace.schema import plain_relative
 
 META_LIMIT_BYTES = 64 << 20
 """A meta.json larger than this is not read to decide whether a directory is a trace."""
@@ -90,14 +91,6 @@ def _meta(path: Path) -> dict[str, Any] | str:
     if not isinstance(meta, dict) or meta.get("format") != S.FORMAT_NAME:
         return f"its {S.META_FILE} does not say format '{S.FORMAT_NAME}'"
     return meta
-
-
-def plain_relative(name: object) -> bool:
-    """A file name meta.json may give a table: relative, inside the trace, no '..', '.' or ''."""
-    if not isinstance(name, str) or not name or "\\" in name or "\x00" in name:
-        return False
-    p = PurePosixPath(name)
-    return not p.is_absolute() and all(part not in ("", ".", "..") for part in name.split("/"))
 
 
 def _owned_files(meta: dict[str, Any]) -> set[str]:
