@@ -559,8 +559,8 @@ def export_neuron_explorer(trace: Trace, out: Path, options: dict[str, Any]) -> 
         raise UserError(f"{trace.path} has no chip to export.")
     clean_stale(out.parent)
     tmp = sibling(out)
-    tmp.mkdir()
     try:
+        tmp.mkdir()
         rows = 0
         for chip in chips:
             d = tmp if len(chips) == 1 else tmp / f"rank_{chip}"

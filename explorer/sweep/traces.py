@@ -58,8 +58,8 @@ def install(files: Mapping[str, bytes], target: Path, options: Mapping[str, Any]
         return target
     clean_directory(target.parent)
     tmp = sibling(target)
-    tmp.mkdir()
     try:
+        tmp.mkdir()
         for rel, data in files.items():
             if not plain_relative(rel):
                 raise UserError(f"a worker sent a trace file named {rel!r}; the trace was not written.")

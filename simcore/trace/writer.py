@@ -177,8 +177,8 @@ class TraceWriter:
             emit_dictionary_deltas=True,
         )
         clean_directory(self.path.parent)
-        self._tmp = sibling(self.path)
-        self._tmp.mkdir()
+        self._tmp = sibling(self.path)  # made by the first file written: a signal arriving before the
+        # caller's try block (a SIGTERM right after this constructor) then leaves nothing behind
         self._files: dict[tuple[str, int | None], _TableFile] = {}
         self._partitioned: dict[str, bool] = {}
         self._vocab: dict[tuple[str, str], _Vocabulary] = {}
