@@ -53,12 +53,20 @@ def open_window(path: str | os.PathLike[str] | None = None, *, show: bool = True
     return window
 
 
-def run(path: str | os.PathLike[str] | None = None, goto: str | None = None) -> int:
-    """Open a window and run the event loop until it closes; `goto`: a deep link to show once loaded."""
+def run(path: str | os.PathLike[str] | None = None, goto: str | None = None, *, theme: str | None = None,
+        screenshot: str | os.PathLike[str] | None = None) -> int:
+    """Open a window and run the event loop until it closes; `goto`: a deep link to show once loaded,
+    `theme` for this run only, `screenshot` saved (at 1920x1080) once the analysis panels are filled."""
     app = ensure_app()
     window = open_window(None)
     if goto is not None:
         window.tools.go_when_loaded(goto)
+    if theme is not None:
+        window.extras.set_theme(theme, save=False)
+    if screenshot is not None:
+        from explorer.ui.screenshot import screenshot_when_ready
+
+        screenshot_when_ready(window, screenshot)
     if path is not None:
         window.open_path(Path(path))
     window.raise_()

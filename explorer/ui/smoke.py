@@ -1,4 +1,5 @@
-"""`trnx view --smoke-test [--timings]`: build the window, load a trace, render one frame (packaging check).
+"""`trnx view --smoke-test [--timings] [--theme T] [--screenshot PNG]`: build the window, load a trace,
+render one frame (packaging check), and optionally save the window as a picture.
 
 With timings it also waits for the analysis panels (summary, operator tree,
 recommendations) to be filled and reports, in seconds from the moment the window starts
@@ -6,26 +7,36 @@ opening the trace (Python, Qt and the empty window are ready by then): `open_s` 
 trace is shown, `first_frame_s` when the timeline's first frame is painted, `analyses_s`
 when the panels show their numbers; and `peak_rss_mb`, the process's peak resident memory
 (the memory-mapped trace's pages it touched count).
+
+A screenshot (explorer.ui.screenshot) is taken once the analysis panels show their numbers.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
+from explorer.ui.screenshot import SCREENSHOT_SIZE, save_screenshot, wait_for_analyses
 from simcore.errors import UserError
 
 
-def smoke_test(path: str | None, timings: bool = False, goto: str | None = None) -> dict[str, float]:
+def smoke_test(path: str | None, timings: bool = False, goto: str | None = None, theme: str | None = None,
+               screenshot: str | Path | None = None) -> dict[str, float]:
     """The window's figures: `frame_ms` (the first frame's paint), and with `timings` the
     seconds above; raises UserError when the trace cannot be opened (no dialog is shown: the
-    error becomes the CLI's one-line message instead)."""
+    error becomes the CLI's one-line message instead). `theme` is applied for this run only
+    (not saved); `screenshot` saves the window at 1920x1080 once the analyses are shown."""
     from PySide6.QtWidgets import QApplication
 
     from explorer.ui import open_window
 
     window = open_window(None, show=True)
     window.show_error_dialogs = False
+    if theme is not None:
+        window.extras.set_theme(theme, save=False)
+    if screenshot is not None:
+        window.resize(*SCREENSHOT_SIZE)
     errors: list[str] = []
     window.load_failed.connect(errors.append)
     filled: list[float] = []
@@ -66,6 +77,14 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None)
             window.close()
             raise UserError(f"the analyses failed: {failed[0]}")
         out["analyses_s"] = filled[0] - t0
+    if screenshot is not None:
+        try:
+            if path is not None:
+                wait_for_analyses(window)
+            save_screenshot(window, screenshot)
+        except UserError:
+            window.close()
+            raise
     out["peak_rss_mb"] = peak_rss_mb()
     image = window.grab()
     window.close()

@@ -72,3 +72,57 @@ def test_view_smoke_test_on_a_real_x11_server(trace_path):
                         "view", str(trace_path), "--smoke-test"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "first frame rendered" in r.stdout
+
+
+def mean_luminance(png) -> float:
+    """The average grey level (0..255) of a PNG, sampled on a grid."""
+    from PySide6.QtGui import QImage
+
+    image = QImage(str(png))
+    assert not image.isNull()
+    values = [image.pixelColor(x, y).lightness() for x in range(0, image.width(), 37) for y in range(0, image.height(), 29)]
+    return sum(values) / len(values)
+
+
+@pytest.mark.slow
+def test_view_screenshot_saves_the_window_at_1920x1080_in_the_theme_asked_for(trace_path, tmp_path):
+    from PySide6.QtGui import QImage
+
+    for theme in ("light", "dark"):
+        png = tmp_path / f"view-{theme}.png"
+        r = run("-m", "explorer.cli.main", "view", str(trace_path), "--theme", theme, "--screenshot", str(png),
+                "--smoke-test")
+        assert r.returncode == 0, r.stderr
+        assert f"wrote {png}" in r.stdout
+        image = QImage(str(png))
+        assert (image.width(), image.height()) == (1920, 1080)
+        grey = mean_luminance(png)
+        assert grey > 170 if theme == "light" else grey < 90, (theme, grey)
+    assert not list(tmp_path.glob("*.tmp*")), "no temporary file is left beside the PNG"
+
+
+def test_view_screenshot_path_errors_are_one_sentence_before_any_window(trace_path, tmp_path):
+    r = run("-m", "explorer.cli.main", "view", str(trace_path), "--screenshot", str(tmp_path / "shot.jpg"),
+            "--smoke-test")
+    assert r.returncode == 2 and "ending in .png" in r.stderr and "Traceback" not in r.stderr
+    r = run("-m", "explorer.cli.main", "view", str(trace_path), "--screenshot", str(tmp_path / "no" / "shot.png"),
+            "--smoke-test")
+    assert r.returncode == 2 and "does not exist" in r.stderr and "Traceback" not in r.stderr
+    r = run("-m", "explorer.cli.main", "view", str(trace_path), "--theme", "sepia", "--smoke-test")
+    assert r.returncode == 2 and "sepia" in r.stderr
+
+
+def test_interactive_screenshot_is_saved_once_the_analyses_show_and_the_window_stays(qtbot, trace_path, tmp_path):
+    from PySide6.QtGui import QImage
+
+    from explorer.ui import open_window
+    from explorer.ui.screenshot import screenshot_when_ready
+
+    w = open_window(None)
+    qtbot.addWidget(w)
+    png = tmp_path / "live.png"
+    screenshot_when_ready(w, png)
+    w.open_path(trace_path)
+    qtbot.waitUntil(png.exists, timeout=30_000)
+    assert w.isVisible() and w.analysis.session.analysis is not None
+    assert QImage(str(png)).size().toTuple() == (1920, 1080)

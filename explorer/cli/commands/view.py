@@ -1,4 +1,4 @@
-"""`trnx view [TRACE] [--smoke-test]`: open the desktop explorer.
+"""`trnx view [TRACE] [--smoke-test] [--theme light|dark] [--screenshot PNG]`: open the desktop explorer.
 
 On Linux, Qt aborts the whole process (exit 134, a core dump) when it finds no display
 to connect to. `check_display` spots that case before Qt is imported and turns it into
@@ -40,7 +40,7 @@ TIMINGS = ("open_s", "first_frame_s", "analyses_s", "peak_rss_mb")
 
 
 def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", timings: bool = False,
-                  goto: str | None = None) -> int:
+                  goto: str | None = None, theme: str | None = None, screenshot: str | None = None) -> int:
     """What `trnx view` and `python -m explorer` (the packaged app) do; returns the exit code."""
     if timings and not (smoke_test and trace is not None):
         raise UserError("--timings measures a --smoke-test of a trace: give both, and the trace.")
@@ -52,6 +52,10 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
         parse(goto)  # bad grammar: one sentence before any window opens
     if trace is not None and not Path(trace).exists():
         raise UserError(f"{trace} does not exist.")
+    if screenshot is not None:
+        from explorer.ui.screenshot import check_screenshot_path  # no Qt until a window opens
+
+        check_screenshot_path(screenshot)
     check_display()
     if trace is not None:
         from explorer.interop.neuron_profile.as_trace import trace_path
@@ -60,17 +64,19 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
     if smoke_test:
         from explorer.ui.smoke import smoke_test as run_smoke_test
 
-        figures = run_smoke_test(trace, timings=timings, goto=goto)
+        figures = run_smoke_test(trace, timings=timings, goto=goto, theme=theme, screenshot=screenshot)
         if timings:  # one JSON line, for scripts and benches
             click.echo(json.dumps({k: round(figures[k], 3) for k in TIMINGS}))
         else:
             click.echo(f"{prog}: window built, first frame rendered in {figures['frame_ms']:.1f} ms")
         if goto is not None:
             click.echo(f"{prog}: at {goto}, showing {figures['view_t0_ns']:.0f}..{figures['view_t1_ns']:.0f} ns")
+        if screenshot is not None and not timings:
+            click.echo(f"{prog}: wrote {screenshot}")
         return 0
     from explorer.ui import run
 
-    return run(trace, goto=goto)
+    return run(trace, goto=goto, theme=theme, screenshot=screenshot)
 
 
 @click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory, or a Neuron Explorer profile directory) if given.
@@ -82,7 +88,8 @@ Examples:
   QT_QPA_PLATFORM=offscreen trnx view sample_traces/gemm-4096-bf16.trnx --smoke-test
   QT_QPA_PLATFORM=offscreen trnx view big.trnx --smoke-test --timings   # {"open_s": ..., "first_frame_s": ...}
   trnx view run.trnx --goto kernel:2377                 # the links trnx summary prints; View > Copy link makes them
-  trnx view run.trnx --goto t=1.2ms:1.5ms""")
+  trnx view run.trnx --goto t=1.2ms:1.5ms
+  QT_QPA_PLATFORM=offscreen trnx view run.trnx --theme light --screenshot run.png --smoke-test   # 1920x1080 PNG""")
 @click.argument("trace", required=False, type=click.Path())
 @click.option("--smoke-test", is_flag=True, help="Build the window, render one frame and exit (packaging check).")
 @click.option("--timings", is_flag=True,
@@ -91,7 +98,13 @@ Examples:
 @click.option("--goto", metavar="LINK",
               help="Open at LINK: kernel:ID, instruction:ID, dma:ID, collective:ID, op:ID or op:NAME, t=TIME or "
                    "t=START:END (trace ns, with ns/us/ms/s): the links trnx summary prints and View > Copy link copies.")
-def view(trace: str | None, smoke_test: bool, timings: bool, goto: str | None) -> None:
-    code = open_explorer(trace, smoke_test, timings=timings, goto=goto)
+@click.option("--theme", type=click.Choice(["dark", "light"]), default=None,
+              help="Colour theme for this run (not saved; View > Theme saves one).")
+@click.option("--screenshot", type=click.Path(dir_okay=False), default=None, metavar="PNG",
+              help="Save the window at 1920x1080 as a PNG once the analysis panels are filled; "
+                   "with --smoke-test, then exit.")
+def view(trace: str | None, smoke_test: bool, timings: bool, goto: str | None, theme: str | None,
+         screenshot: str | None) -> None:
+    code = open_explorer(trace, smoke_test, timings=timings, goto=goto, theme=theme, screenshot=screenshot)
     if code:
         sys.exit(code)
