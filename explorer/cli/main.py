@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "capture": ("explorer.cli.commands.capture:capture", "Simulate a workload on a Trainium preset and write a trace."),
     "presets": ("explorer.cli.commands.presets:presets", "List hardware presets, models and micro-benchmarks for capture."),
     "summary": ("explorer.cli.commands.summary:summary", "Summary metrics, collectives and recommendations of a trace."),
+    "ops": ("explorer.cli.commands.ops:ops", "The operator table: time, FLOPs, bytes, MFU, MBU, roofline % and bound per layer, op or kernel."),
     "diff": ("explorer.cli.commands.diff:diff", "Compare two traces: metric, engine, op and kernel deltas."),
     "query": ("explorer.cli.commands.query:query", "Run a read-only SQL query (DuckDB) over a trace's tables."),
     "view": ("explorer.cli.commands.view:view", "Open the desktop explorer window on a trace (--smoke-test: render one frame, exit)."),

@@ -127,7 +127,17 @@ def _header(d: KernelDetails, origin: int) -> str:
         + f", HBM {_num(k['gbps'], format_rate_gbps)} ({format_bytes(k['hbm_bytes'])}), intensity "
         f"{_num(r.point_intensity, lambda v: f'{v:.3g} FLOP/B')}"
         + (f" vs ridge {r.ridge_intensity:.3g}" if r.ridge_intensity else "")
-        + (f"; {eff:.0f}% of the attainable roof" if eff is not None else ""),
+        + (f"; {eff:.0f}% of the attainable roof" if eff is not None else "")
+        + (f" with HBM at the core's share ({format_rate_gbps(r.bandwidth_gbps)} of the chip's "
+           f"{format_rate_gbps(r.chip_bandwidth_gbps)})" if eff is not None and r.hbm_sharing > 1.001 else ""),
     ]
+    chip = []
+    if r.chip_hbm_percent is not None:
+        chip.append(f"the chip's HBM was {r.chip_hbm_percent:.0f}% busy while it ran")
+    if r.chip_efficiency_percent is not None and r.hbm_sharing > 1.001:
+        chip.append(f"{r.chip_efficiency_percent:.0f}% of the whole chip's roof")
+    if chip:
+        text = "; ".join(chip)
+        lines.append(text[0].upper() + text[1:])
     lines += [f"<i>{html.escape(n)}</i>" for n in d.notes]
     return "<br>".join(lines)

@@ -35,11 +35,14 @@ AUTO_EXPAND_MATCHES = 60  # a filter expands the path to at most this many match
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("name", "name"), ("level", "level"), ("dur_ns", "time"), ("share_percent", "share"),
     ("flops", "FLOPs"), ("hbm_bytes", "bytes"), ("tflops", "TFLOPS"), ("gbps", "GB/s"),
-    ("arithmetic_intensity", "intensity"), ("bound", "bound"), ("dtype", "dtype"), ("where", "chip.core"),
+    ("arithmetic_intensity", "intensity"), ("mfu_percent", "MFU"), ("mfu_bf16_percent", "MFU bf16"),
+    ("mbu_percent", "MBU"), ("roofline_percent", "roofline"),
+    ("bound", "bound"), ("dtype", "dtype"), ("where", "chip.core"),
     ("start_ns", "start"), ("instruction_count", "instructions"),
 )
 COLUMN_KEYS = tuple(k for k, _ in COLUMNS)
 TEXT_COLUMNS = {"name", "level", "bound", "dtype", "where"}
+PERCENT_COLUMNS = {"mfu_percent", "mfu_bf16_percent", "mbu_percent", "roofline_percent"}
 BOUND_COLOURS = {
     "compute": QColor("#61afef"), "hbm": QColor("#e5c07b"), "dma_latency": QColor("#e06c75"),
     "collective": QColor("#c678dd"), "unknown": QColor("#7f848e"),
@@ -83,6 +86,8 @@ def format_cell(key: str, row, origin: int) -> str:
         return f"{significant(v)} FLOP/B"
     if key == "instruction_count":
         return f"{int(v):,}"
+    if key in PERCENT_COLUMNS:
+        return f"{v:.1f} %" if abs(v) >= 0.1 or v == 0 else f"{v:.2f} %"
     return str(v)
 
 

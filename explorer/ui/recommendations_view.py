@@ -9,7 +9,6 @@ selects its kernel, event or area, and the operator-tree row).
 from __future__ import annotations
 
 import html
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -18,16 +17,6 @@ from PySide6.QtWidgets import (
 
 from explorer.model.analysis.recommendations import Link, Recommendation
 from explorer.model.units import format_ns
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.4g}"
-    if isinstance(v, int) and not isinstance(v, bool):
-        return f"{v:,}"
-    if isinstance(v, dict):
-        return ", ".join(f"{html.escape(str(k))}: {_value(x)}" for k, x in v.items())
-    return html.escape(str(v))
 
 
 class QtRecommendations(QWidget):
@@ -82,7 +71,8 @@ class QtRecommendations(QWidget):
             return
         self.status.setText(f"{len(recs)} recommendations, biggest impact first.")
         for r in recs:
-            item = QListWidgetItem(f"{r.title}\n    {format_ns(r.impact_ns)} at stake ({r.impact_percent:.1f}%) \u2014 {r.rule}")
+            item = QListWidgetItem(f"{r.title}\n    {format_ns(r.impact_ns)} on the critical path "
+                                   f"({r.impact_percent:.1f}% of the trace) \u2014 {r.rule}")
             item.setToolTip(r.advice)
             self.list.addItem(item)
         self.list.setCurrentRow(0)
@@ -97,12 +87,12 @@ class QtRecommendations(QWidget):
             self.text.clear()
             return
         r = self.recommendations[row]
-        ev = "".join(f"<tr><td>{html.escape(k.replace('_', ' '))}</td><td align='right'>{_value(v)}</td></tr>"
-                     for k, v in r.evidence.items())
+        ev = "".join(f"<tr><td>{html.escape(label)}</td><td align='right'>{html.escape(text)}</td></tr>"
+                     for label, text in r.evidence_rows())
         self.text.setHtml(
             f"<h3>{html.escape(r.title)}</h3>"
-            f"<p><b>Impact</b>: {format_ns(r.impact_ns)} ({r.impact_percent:.1f}% of what the rule measures against; "
-            f"rule <code>{r.rule}</code>)</p>"
+            f"<p><b>Impact</b>: {format_ns(r.impact_ns)} of the trace's critical path ({r.impact_percent:.1f}% of its "
+            f"wall-clock time; rule <code>{r.rule}</code>)</p>"
             f"<p><b>What to do</b>: {html.escape(r.advice)}</p>"
             f"<h4>Evidence</h4><table cellspacing='0' cellpadding='2'>{ev}</table>")
         for link in r.links:

@@ -1,10 +1,11 @@
 """QtRoofline: a kernel on the log-log roofline of its dtype (pyqtgraph).
 
 Everything drawn comes from `explorer.model.analysis.kernel_details.Roofline`: the compute
-roof of the kernel's dtype (per core), the HBM roof (per chip), their ridge, the
-other dtypes' compute roofs (dashed: what a cheaper dtype would allow) and the
-kernel's point (arithmetic intensity, achieved TFLOPS). The roof lines are
-`Roofline.attainable_tflops` sampled along the intensity axis.
+roof of the kernel's dtype (per core), the HBM roof at the core's share of its chip's
+bandwidth, their ridge, the whole chip's HBM roof (dotted, for comparison), the other
+dtypes' compute roofs (dashed: what a cheaper dtype would allow) and the kernel's point
+(arithmetic intensity, achieved TFLOPS). The roof lines are `Roofline.attainable_tflops`
+sampled along the intensity axis.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.model.analysis.kernel_details import Roofline
+from explorer.model.units import format_rate_gbps
 
 ROOF_COLOUR = "#61afef"
 OTHER_COLOURS = ("#98c379", "#e5c07b", "#c678dd", "#56b6c2", "#d19a66")
 POINT_COLOUR = "#e06c75"
+CHIP_COLOUR = "#8a909c"
 
 
 class QtRoofline(QWidget):
@@ -69,8 +72,15 @@ class QtRoofline(QWidget):
         y = roof.attainable_tflops(xs)
         if y is not None:
             self.items["roof"] = self.plot.plot(xs, y, pen=pg.mkPen(ROOF_COLOUR, width=2.5))
+            share = (f"the core's share of the chip's {format_rate_gbps(roof.chip_bandwidth_gbps)}, "
+                     f"{roof.hbm_sharing:.3g} cores streaming" if roof.hbm_sharing > 1.001 else "the chip's, unshared")
             parts.append(f"<span style='color:{ROOF_COLOUR}'>—</span> {roof.dtype} roof: {roof.peak_tflops:g} "
-                         f"TFLOPS per core, HBM {roof.bandwidth_gbps:g} GB/s per chip")
+                         f"TFLOPS per core, HBM {format_rate_gbps(roof.bandwidth_gbps)} ({share})")
+            if roof.chip_bandwidth_gbps and roof.hbm_sharing > 1.001:
+                chip = np.minimum(roof.peak_tflops, xs * roof.chip_bandwidth_gbps / 1e3)
+                self.items["chip-roof"] = self.plot.plot(xs, chip, pen=pg.mkPen(CHIP_COLOUR, width=1, style=Qt.DotLine))
+                sat = "" if roof.chip_hbm_percent is None else f"; the chip's HBM was {roof.chip_hbm_percent:.0f}% busy"
+                parts.append(f"<span style='color:{CHIP_COLOUR}'>┄</span> the whole chip's HBM roof{sat}")
             by_peak: dict[float, list[str]] = {}  # dtypes sharing a peak share a line (mxfp8/mxfp4)
             for dtype, peak in roof.other_peaks.items():
                 if peak != roof.peak_tflops:

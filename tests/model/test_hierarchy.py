@@ -147,3 +147,26 @@ def test_filter_closure_keeps_matches_their_ancestors_and_their_subtrees(h):
     assert set(under) <= shown
     assert len(shown) < len(rows)
     assert filter_closure(rows, "no such thing") == (set(), [])
+
+
+def test_mfu_both_ways_mbu_and_roofline_per_row(h):
+    k = h.kernels.set_index("kernel_id")
+    bf16_core = 2 * 128 * 128 * 2.4  # FLOP per ns of one core's array
+    # kernel 103: fp8, 4 MFLOP of model FLOPs in 5000 ns on one core; fp8 peak 158 TFLOPS, weight 0.5
+    assert k.loc[103, "mfu_percent"] == pytest.approx(100 * 4_000_000 / 158e3 / 5000)
+    assert k.loc[103, "mfu_bf16_percent"] == pytest.approx(100 * 4_000_000 * 0.5 / bf16_core / 5000)
+    # alone on chip 1: the whole 4900 GB/s; the roof is whichever of compute and HBM takes longer
+    assert k.loc[103, "mbu_percent"] == pytest.approx(100 * 2_500_000 / 4900 / 5000)
+    assert k.loc[103, "roofline_percent"] == pytest.approx(100 * max(4_000_000 / 158e3, 2_500_000 / 4900) / 5000)
+    # kernel 100 shares chip 0's HBM with kernel 102: its MBU is against half of it
+    assert k.loc[100, "mbu_percent"] == pytest.approx(100 * 665_536 / 2450 / 2200)
+    o = h.ops.set_index("op_id")
+    # op 12: kernels 100 (bf16), 102 (mxfp8), 103 (fp8) on 3 cores over its 5000 ns
+    t_model = 4_000_000 / 79e3 + 8_000_000 / 315e3 + 4_000_000 / 158e3
+    assert o.loc[12, "mfu_percent"] == pytest.approx(100 * t_model / 3 / 5000)
+    t_bf16 = (4_000_000 + 8_000_000 * 0.25 + 4_000_000 * 0.5) / bf16_core
+    assert o.loc[12, "mfu_bf16_percent"] == pytest.approx(100 * t_bf16 / 3 / 5000)
+    rows = h.rows().set_index("node")
+    assert {"mfu_percent", "mfu_bf16_percent", "mbu_percent", "roofline_percent"} <= set(rows.columns)
+    assert rows.loc["op:12", "mfu_percent"] == pytest.approx(o.loc[12, "mfu_percent"])
+    assert np.isnan(h.children("kernel:100")["mfu_percent"]).all()  # instruction rows: not a rate of the row

@@ -64,3 +64,34 @@ def test_no_hardware_means_no_roofs(tmp_path):
     t = open_trace(at.write(tmp_path / "nohw.trnx", hardware=None))
     r = kernel_details(t, 100).roofline
     assert r.peak_tflops is None and r.ridge_intensity is None and r.efficiency_percent is None
+
+
+def test_roofline_uses_the_cores_share_of_hbm_and_shows_the_chip_beside_it(trace):
+    # kernel 100 (chip 0 core 0, [0, 2200)) runs beside kernel 102 (chip 0 core 1, [0, 4000)): two
+    # cores stream from chip 0's HBM, so each gets half of its 4900 GB/s
+    r = kernel_details(trace, 100).roofline
+    assert r.hbm_sharing == pytest.approx(2.0)
+    assert r.bandwidth_gbps == pytest.approx(2450) and r.chip_bandwidth_gbps == 4900
+    assert r.ridge_intensity == pytest.approx(79e3 / 2450) and r.chip_ridge_intensity == pytest.approx(79e3 / 4900)
+    ai = 4_100_000 / 665_536
+    achieved = 4_100_000 / 2200 / 1e3
+    assert r.efficiency_percent == pytest.approx(100 * achieved / (ai * 2450 / 1e3))
+    assert r.chip_efficiency_percent == pytest.approx(100 * achieved / (ai * 4900 / 1e3))
+    assert r.chip_hbm_percent == pytest.approx(100 * 100 / 4900)  # chip 0's HBM Read counter holds 100 GB/s
+    assert kernel_details(trace, 103).roofline.chip_hbm_percent is None  # chip 1 has no HBM counter
+
+
+def test_a_decode_matmul_is_near_its_share_of_hbm_not_11_percent_of_the_chip(tmp_path):
+    """The issue's case: 8 cores streaming weights share one HBM; each kernel is near its share."""
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "llama3.1-8b-decode.trnx"
+    t = open_trace(sample)
+    from explorer.model.analysis.hierarchy import Hierarchy
+
+    k = Hierarchy(t).kernels
+    gate_up = int(k.loc[(k["name"] == "matmul_gate_up_proj") & (k["core"] == 0), "kernel_id"].iloc[0])
+    r = kernel_details(t, gate_up).roofline
+    assert r.hbm_sharing == pytest.approx(8.0, abs=0.5)
+    assert r.efficiency_percent > 60 and r.chip_efficiency_percent < 15
+    assert abs(r.chip_hbm_percent - r.efficiency_percent) < 15  # the chip's HBM is as busy as the core's share says

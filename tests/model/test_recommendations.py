@@ -37,23 +37,31 @@ def test_clean_trace_gets_no_recommendations(tmp_path):
 
 def test_basic_trace_problems_fire_with_evidence_and_links(tmp_path):
     found = _rules(tmp_path / "basic.trnx")
+    # the critical path: kernel 103 (chip 1, [0, 5000)), a 1000 ns gap, collective 1 ([6000, 8000))
     small = found["small_dma_transfers"]
     assert small.evidence["small_transfers"] == 2 and small.evidence["transfers"] == 3
-    assert small.impact_ns == 400  # 200 + 200 ns of small transfers
+    assert small.evidence["small_transfer_time_ns"] == 400  # 200 + 200 ns of small transfers
+    # in flight [300, 600) of kernel 100's 2200 ns; kernel 103 (same op, no detail) is taken to match
+    assert small.impact_ns == round(5000 * 300 / 2200) and small.evidence["critical_path_ns"] == small.impact_ns
     assert small.links[0].node == "kernel:100" and small.links[0].track_ids == (at.T_K00,)
     wait = found["tensor_waiting_on_dma"]
     # LoadStationary 2 could start at 1000 (kernel running, Tensor row free since 100) but DMA 20 ended at 400
     assert wait.evidence["wait_ns"] == 300 and wait.links[-1].node == "instruction:2"
+    assert wait.impact_ns == round(5000 * 300 / 2200)
     thr = found["throttling"]
     assert thr.evidence["throttled_time_ns"] == 2000
     assert thr.evidence["capacity_lost_ns"] == 1000 * 50 // 100 + 1000 * 20 // 100
+    assert thr.impact_ns == 0  # the throttled core (chip 0 core 0) is not on the critical path
     assert (thr.links[0].t0, thr.links[0].t1, thr.links[0].track_ids) == (0, 1000, (at.T_THR00,))
     st = found["collective_straggler"]
     assert st.evidence["chip"] == 1 and st.evidence["wait_caused_ns"] == 1000
+    assert st.impact_ns == 1000 and st.impact_percent == pytest.approx(10.0)  # chip 1 arrived 1000 ns after chip 0
     assert st.links[0].node == "collective:1" and st.links[0].track_ids == (at.T_CC0, at.T_CC1)
     assert "hbm_bound_low_intensity" not in found and "mxfp8_for_bf16_matmul" not in found
-    impacts = [r.impact_ns for r in recommend(open_trace(tmp_path / "basic.trnx"))]
-    assert impacts == sorted(impacts, reverse=True)
+    recs = recommend(open_trace(tmp_path / "basic.trnx"))
+    assert [r.rule for r in recs][0] == "collective_straggler"  # the most wall-clock time on the critical path
+    impacts = [r.impact_ns for r in recs]
+    assert impacts == sorted(impacts, reverse=True) and all(0 <= i <= 10_000 for i in impacts)
 
 
 @pytest.mark.parametrize("shuffle", ["flows", "instructions", "both", "compiled"])
@@ -98,9 +106,13 @@ def test_mxfp8_for_compute_bound_bf16(tmp_path):
     rec = _rules(tmp_path / "mx.trnx", t)["mxfp8_for_bf16_matmul"]
     # kernel 102's tensor time shrinks by 1 - 79/315; kernels 100 and 101 would gain < 10% and are left out
     tc = 250_000_000 / 79e12 * 1e9
-    assert rec.impact_ns == int(tc * (1 - 79 / 315))
+    assert rec.evidence["estimated_saving_ns"] == int(tc * (1 - 79 / 315))
     assert rec.evidence["kernels"] == 1
     assert rec.links[0].node == "kernel:102"
+    assert rec.impact_ns == 0  # chip 1's kernel 103 ends later: kernel 102 is off the critical path
+    t["kernels"]["dur_ns"][3] = 1000  # now kernel 102 is the last to finish before the collective
+    on_path = _rules(tmp_path / "mx-path.trnx", t)["mxfp8_for_bf16_matmul"]
+    assert on_path.impact_ns == round(tc * (1 - 79 / 315))
     # the same kernel in MXFP8 already: nothing to recommend
     t["kernels"]["dtype"][2] = "mxfp8"
     assert "mxfp8_for_bf16_matmul" not in _rules(tmp_path / "mx2.trnx", t)
@@ -111,6 +123,7 @@ def test_one_straggler_rank(tmp_path):
     found = _rules(tmp_path / "strag.trnx", t)
     rec = found["collective_straggler"]
     assert rec.evidence["chip"] == 3 and rec.evidence["wait_caused_ns"] == 3 * 3800
+    assert rec.impact_ns == 3800  # wall-clock: the collective started 3800 ns after the next-to-last rank arrived
     assert rec.links[0].t0 == 1000 and rec.links[0].t1 == 6000
     assert "alltoall_routing_skew" not in found
 
@@ -122,6 +135,8 @@ def test_skewed_expert_parallel_all_to_all(tmp_path):
     rec = found["alltoall_routing_skew"]
     assert rec.evidence["expert_parallel"] is True and rec.evidence["max_bytes_over_mean"] == pytest.approx(2.0)
     assert rec.evidence["wait_ns"] == 3000 + 1500 + 500
+    # the last rank came 1250 ns after the mean arrival, and the transfer took 2x the mean bytes' time
+    assert rec.impact_ns == 1250 + 500
     assert "expert-parallel" in rec.title
     assert "collective_straggler" not in found
     balanced = at.collective_tables("all_to_all", [4000] * 4, [1_000_000] * 4, "moe_dispatch")
@@ -147,4 +162,29 @@ def test_mild_throttling_is_not_worth_a_recommendation(tmp_path):
     assert "throttling" not in _rules(tmp_path / "mild.trnx", t)
     t["counters"]["value"] = [50.0, 100.0, 100.0, 100.0]  # half rate for the first 1000 ns: 5% lost
     rec = _rules(tmp_path / "burst.trnx", t)["throttling"]
+    assert rec.evidence["capacity_lost_ns"] == 500 and rec.impact_ns == 0  # chip 1 set the pace, not core 0
+    t["kernels"]["dur_ns"][2] = t["kernels"]["dur_ns"][3] = 1000  # now chip 0 core 0's kernels are the path
+    rec = _rules(tmp_path / "burst-on-path.trnx", t)["throttling"]
     assert rec.impact_ns == 500 and rec.impact_percent == pytest.approx(5.0)
+
+
+def test_every_evidence_item_has_a_unit_and_reads_with_it(tmp_path):
+    from explorer.model.analysis.recommendations import EVIDENCE_UNITS
+
+    found = _rules(tmp_path / "basic.trnx")
+    t = clean_tables()
+    t["kernels"]["hbm_read_bytes"][3] = 20_000_000
+    t["kernels"]["dtype"][2], t["kernels"]["flops"][2] = "bf16", 250_000_000
+    found.update(_rules(tmp_path / "more.trnx", t))
+    found.update(_rules(tmp_path / "a2a.trnx", at.collective_tables(
+        "all_to_all", [1000, 2500, 3500, 4000], [1_000_000, 2_000_000, 1_000_000, 4_000_000], "moe_dispatch")))
+    assert set(found) == set(RULES)
+    for rec in found.values():
+        assert set(rec.evidence) <= set(EVIDENCE_UNITS), rec.rule
+        assert rec.to_dict()["evidence_units"] == {k: EVIDENCE_UNITS[k] for k in rec.evidence}
+    rows = dict(found["small_dma_transfers"].evidence_rows())
+    assert rows["small transfer time"] == "400 ns" and rows["small"] == "66.67 %"
+    assert rows["mean small bytes per partition"].endswith(" B")
+    rows = dict(found["hbm_bound_low_intensity"].evidence_rows())
+    assert rows["achieved hbm"].endswith("B/s") and rows["mean arithmetic intensity"].endswith("FLOP/B")
+    assert dict(found["collective_straggler"].evidence_rows())["chip"] == "1"

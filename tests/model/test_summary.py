@@ -35,6 +35,9 @@ def test_whole_trace_matches_hand_worked_answers(trace):
     secs = 10_000e-9
     assert m["mfu_estimated_percent"] == pytest.approx(100 * (8_110_000 - 100_000) / (PEAK_CORE * secs * 3))
     assert m["hfu_estimated_percent"] == pytest.approx(100 * 8_110_000 / (PEAK_CORE * secs * 3))
+    # against each kernel's own dtype peak (bf16 79, mxfp8 315, fp8 158 TFLOPS per core), less the bf16 transposes
+    at_peak_ns = (4_110_000 - 100_000) / 79e3 + 8_000_000 / 315e3 + 4_000_000 / 158e3
+    assert m["mfu_percent"] == pytest.approx(100 * at_peak_ns / (10_000 * 3))
     assert m["hbm_read_bytes"] == 3_600_000 and m["hbm_write_bytes"] == 565_536
     assert m["hbm_bandwidth_gbps"] == pytest.approx(4_165_536 / secs / 1e9)
     assert m["mbu_estimated_percent"] == pytest.approx(100 * 4_165_536 / secs / (4900e9 * 2))
@@ -58,6 +61,7 @@ def test_whole_trace_matches_hand_worked_answers(trace):
     assert (m["collective_wait_ns"], m["collective_transfer_ns"]) == (1000, 4000)
     assert m["throttled_time_ns"] == 2000 and m["throttled_time_percent"] == pytest.approx(20.0)
     assert m["average_utilization_limit_percent"] == pytest.approx(93.0)
+    assert m["throttling_percent"] == pytest.approx(7.0)  # as Neuron Explorer shows it: 0 at full rate
 
 
 def _independent(path: Path, t0: int, t1: int, chips: list[int] | None = None) -> dict[str, float]:
@@ -204,3 +208,20 @@ def test_rows_on_a_track_the_tracks_table_lacks_are_a_user_error(tmp_path):
     t = open_trace(at.write(tmp_path / "orphan.trnx", tables))
     with pytest.raises(UserError, match="instructions table refers to track 42"):
         summarize(t)
+
+
+def test_mfu_against_the_dtypes_peak_differs_where_the_bf16_weight_is_not_the_peak_ratio(tmp_path):
+    """A runtime that counts MX FLOPs as half a BF16 FLOP (not a quarter) reads MXFP8 kernels at half
+    the peak they reach; MFU against the dtype's own peak is what the kernel achieved of its roof."""
+    import copy
+
+    hw = copy.deepcopy(at.TRN3_LIKE)
+    hw["tensor"]["bf16_flop_weight"]["mxfp8"] = 0.5
+    hw["tensor"]["bf16_flop_weight"]["fp8"] = 0.25
+    t = open_trace(at.write(tmp_path / "w.trnx", hardware=hw))
+    m = summarize(t).metrics
+    at_peak_ns = (4_110_000 - 100_000) / 79e3 + 8_000_000 / 315e3 + 4_000_000 / 158e3
+    assert m["mfu_percent"] == pytest.approx(100 * at_peak_ns / (10_000 * 3))
+    bf16 = 4_110_000 + 8_000_000 * 0.5 + 4_000_000 * 0.25 - 100_000
+    assert m["mfu_estimated_percent"] == pytest.approx(100 * bf16 / (PEAK_CORE * 10_000e-9 * 3))
+    assert m["mfu_percent"] != pytest.approx(m["mfu_estimated_percent"], rel=0.05)

@@ -149,3 +149,20 @@ def test_header_tooltips_explain_the_columns(window, qtbot):
     assert row["tflops"] == "16.8" and row["arithmetic_intensity"] == "2,560 FLOP/B" and row["bound"] == "compute"
     assert np.isclose(838_860_800 / 327_680, 2560)
     assert pytest.approx(838_860_800 / 50_000 / 1e3, rel=1e-3) == 16.777
+
+
+def test_mfu_both_ways_mbu_and_roofline_per_layer_and_op(qtbot):
+    """An MXFP8 GEMM: MFU against the MXFP8 peak beside the BF16-normalised figure, per row."""
+    w, p = open_ready(qtbot, SAMPLES / "gemm-4096-mxfp8.trnx")
+    view, model = p.operators.view, p.operators.model
+    assert p.operators.select_node("kernel:0")
+    kernel = view.currentIndex()
+    cells = {key: model.data(kernel.siblingAtColumn(i)) for i, key in enumerate(COLUMN_KEYS)}
+    k = p.session.analysis.hierarchy.kernels.iloc[0]
+    assert cells["mfu_percent"] == f"{k['mfu_percent']:.1f} %" and 70 < k["mfu_percent"] <= 100
+    assert cells["mfu_bf16_percent"] == f"{k['mfu_bf16_percent']:.1f} %"
+    assert cells["roofline_percent"] == f"{k['roofline_percent']:.1f} %" and cells["mbu_percent"].endswith(" %")
+    op = row_of(model, "op:2")  # the gemm op, one level up
+    assert model.data(op.siblingAtColumn(COLUMN_KEYS.index("mfu_percent"))) == cells["mfu_percent"]
+    tip = model.headerData(COLUMN_KEYS.index("mfu_percent"), Qt.Horizontal, Qt.ToolTipRole)
+    assert "dtype" in tip and "peak" in tip

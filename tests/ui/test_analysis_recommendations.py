@@ -38,7 +38,8 @@ def test_see_a_recommendation_and_follow_its_links(window, qtbot):
     click_item(panel.list, row)
     text = panel.text.toPlainText()
     assert "10 of 10 DMA transfers move under 2 KiB per partition" in text
-    assert "mean bytes per partition small" in text and "512" in text  # the evidence
+    assert "mean small bytes per partition\n512 B" in text  # the evidence, with its unit
+    assert "small transfer time\n10 us" in text and "of the trace's critical path" in text
     labels = [panel.links.item(i).text() for i in range(panel.links.count())]
     assert labels == ["\u2192 most small transfers: kernel matmul_qkv #0 (chip 0 core 0)",
                       f"\u2192 longest small transfer dma:{DMA_ID0}"]

@@ -70,14 +70,19 @@ def print_report(r: dict[str, Any]) -> None:
     if r.get("temporal"):
         print_temporal(r["temporal"])
     if "recommendations" in r:
+        from explorer.model.analysis.recommendations import evidence_label, evidence_text
+
         recs = r["recommendations"]
         click.echo(f"\nrecommendations ({len(recs)})" if recs else "\nrecommendations: none fired")
         if recs:
             click.echo("  (open a link with: trnx view TRACE --goto LINK)")
         for i, rec in enumerate(recs, 1):
-            click.echo(f"  {i}. {rec['title']} [{rec['rule']}, {format_ns(rec['impact_ns'])}, "
-                       f"{rec['impact_percent']:.1f}%]")
+            click.echo(f"  {i}. {rec['title']} [{rec['rule']}, {format_ns(rec['impact_ns'])} on the critical path, "
+                       f"{rec['impact_percent']:.1f}% of the trace]")
             click.echo(f"     {rec['advice']}")
+            units = rec.get("evidence_units", {})
+            click.echo("     evidence: " + "; ".join(
+                f"{evidence_label(k)} {evidence_text(v, units.get(k, ''))}" for k, v in rec["evidence"].items()))
             for link in rec["links"]:  # the text after -> is what `trnx view TRACE --goto` takes
                 click.echo(f"     -> {link_text(link['node'], link['t0'], link['t1'])}  tracks "
                            f"{','.join(map(str, link['track_ids']))} {link['t0']}..{link['t1']} ns: {link['label']}")

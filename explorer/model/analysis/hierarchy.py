@@ -6,7 +6,8 @@ stable columns, so a Qt tree/table model only displays them:
 
     node, parent, level, id, name, kind, chip, core, track_id, start_ns, end_ns,
     dur_ns, share_percent, flops, model_flops, hbm_bytes, tflops, gbps,
-    arithmetic_intensity, bound, dtype, instruction_count
+    arithmetic_intensity, bound, dtype, instruction_count, mfu_percent,
+    mfu_bf16_percent, mbu_percent, roofline_percent
 
 `node` keys link rows to the trace: "op:<op_id>", "kernel:<kernel_id>",
 "instruction:<id>", "dma:<id>". Instruction rows are produced on demand per kernel
@@ -39,7 +40,9 @@ ROW_COLUMNS = (
     "node", "parent", "level", "id", "name", "kind", "chip", "core", "track_id", "start_ns", "end_ns",
     "dur_ns", "share_percent", "flops", "model_flops", "hbm_bytes", "tflops", "gbps",
     "arithmetic_intensity", "bound", "dtype", "instruction_count",
+    "mfu_percent", "mfu_bf16_percent", "mbu_percent", "roofline_percent",
 )
+RATE_COLUMNS = ("mfu_percent", "mfu_bf16_percent", "mbu_percent", "roofline_percent")
 # what each metric column of the operator table means (docs/metrics.md, "Operator tree"):
 # the tree view's header tooltips, so the GUI explains a number the same way the docs do
 COLUMN_DOCS: dict[str, str] = {
@@ -59,6 +62,14 @@ COLUMN_DOCS: dict[str, str] = {
     "core": "NeuronCore index (-1 for ops).",
     "start_ns": "Start, from the trace's start.",
     "instruction_count": "Instructions under the row (0 without instruction detail).",
+    "mfu_percent": "Model FLOPs / (the per-core peak of each kernel's own dtype x the row's cores x dur_ns): "
+                   "MFU against the dtype's peak (an MXFP8 kernel against the MXFP8 peak).",
+    "mfu_bf16_percent": "Model FLOPs normalised to BF16 (tensor.bf16_flop_weight) / (the BF16 peak x cores x dur_ns): "
+                        "the Neuron profiler's MFU, which an MXFP8 or FP8 run reads low on.",
+    "mbu_percent": "HBM bytes / (the row's share of HBM bandwidth x dur_ns): a kernel's share is its chip's bandwidth "
+                   "over the chip's cores running kernels beside it; an op's, its chips' bandwidth.",
+    "roofline_percent": "Achieved / attainable at the row's intensity, with HBM at the row's share: "
+                        "max(FLOPs at the dtype's peak, HBM bytes at the share) / dur_ns.",
 }
 # instruction track kinds counted separately for a kernel's busiest-engine time
 _ENGINE_ROWS = ("tensor", "tensor_matrix", "vector", "scalar", "gpsimd", "sync")
@@ -94,6 +105,22 @@ class _KernelIndex:
 def _rate(num_: np.ndarray, dur_ns: np.ndarray, scale: float) -> np.ndarray:
     dur = np.asarray(dur_ns, dtype=np.float64)
     return np.divide(np.asarray(num_, dtype=np.float64), dur * scale, out=np.full(len(dur), np.nan), where=dur > 0)
+
+
+def _rates(df: pd.DataFrame) -> None:
+    """MFU (both ways), MBU and roofline % of rows with `t_model_ns`, `t_model_bf16_ns`,
+    `t_compute_ns` and `t_hbm_ns` (per-core times at the roofs): each is that time over the
+    row's wall time, so a row at 100% runs at the roof (docs/metrics.md, "Operator tree")."""
+    dur = df["dur_ns"].to_numpy(np.float64)
+    ok = dur > 0
+
+    def pct(t: np.ndarray) -> np.ndarray:
+        return np.divide(100.0 * np.asarray(t, np.float64), dur, out=np.full(len(dur), np.nan), where=ok)
+
+    df["mfu_percent"] = pct(df["t_model_ns"])
+    df["mfu_bf16_percent"] = pct(df["t_model_bf16_ns"])
+    df["mbu_percent"] = pct(df["t_hbm_ns"])
+    df["roofline_percent"] = pct(np.fmax(df["t_compute_ns"].to_numpy(np.float64), df["t_hbm_ns"].to_numpy(np.float64)))
 
 
 FILTER_COLUMNS = ("name", "kind", "bound", "dtype", "level")
@@ -170,12 +197,22 @@ class Hierarchy:
             df["flops"].to_numpy(np.float64), df["hbm_bytes"].to_numpy(np.float64),
             out=np.full(len(df), np.nan), where=df["hbm_bytes"].to_numpy() > 0,
         )
-        peak = np.array([self.peaks.peak_tflops_for(d) or np.nan for d in df["dtype"]], dtype=np.float64)
+        dtypes = df["dtype"].to_numpy(dtype=object)
+        vocab = pd.unique(dtypes)
+        peak_of = {d: self.peaks.peak_tflops_for(d) or np.nan for d in vocab}
+        weight_of = {d: self.peaks.weight(d) or np.nan for d in vocab}
+        peak = np.array([peak_of[d] for d in dtypes], dtype=np.float64)
         df["t_compute_ns"] = df["flops"] / (peak * 1e3)
+        # model FLOPs at the dtype's own peak, and normalised to BF16 at the BF16 peak (MFU both ways)
+        df["t_model_ns"] = df["model_flops"] / (peak * 1e3)
+        bf16 = self.peaks.bf16_flops_per_s_per_core
+        weight = np.array([weight_of[d] for d in dtypes], dtype=np.float64)
+        df["t_model_bf16_ns"] = df["model_flops"] * weight / (bf16 / 1e9) if bf16 else np.nan
         bw = self.peaks.hbm_bytes_per_s
         # HBM is shared by a chip's cores: a kernel's fair share is the chip's bandwidth over
         # the mean number of the chip's cores running kernels while it runs
         df["hbm_sharing"] = mean_concurrency(df["chip"].to_numpy(), df["start_ns"].to_numpy(), df["end_ns"].to_numpy())
+        df["hbm_share_gbps"] = bw / 1e9 / np.maximum(df["hbm_sharing"], 1.0) if bw else np.nan
         df["t_hbm_ns"] = df["hbm_bytes"] * df["hbm_sharing"] / (bw / 1e9) if bw else np.nan
         busy, count, dma_busy, dma_count = self._kernel_detail(ids)
         df["instruction_count"] = count
@@ -187,6 +224,7 @@ class Hierarchy:
         df["bound"] = classify(df["dur_ns"], df["t_compute_ns"], df["t_hbm_ns"], df["engine_busy_ns"],
                                df["dma_busy_ns"], np.isin(op_kind, COLLECTIVE_KINDS))
         df["share_percent"] = 100.0 * df["dur_ns"] / self.total_ns
+        _rates(df)
         return df
 
     def _kernel_detail(self, ids: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -305,7 +343,7 @@ class Hierarchy:
         sums = {}
         for col in ("flops", "model_flops", "hbm_read_bytes", "hbm_write_bytes", "dur_ns", "instruction_count"):
             sums[col] = np.bincount(anc, weights=k[col].to_numpy(np.float64)[item], minlength=n)
-        for col in ("t_compute_ns", "engine_busy_ns", "dma_busy_ns"):
+        for col in ("t_compute_ns", "t_model_ns", "t_model_bf16_ns", "engine_busy_ns", "dma_busy_ns"):
             v = k[col].to_numpy(np.float64)[item]
             sums[col] = np.bincount(anc, weights=np.nan_to_num(v), minlength=n)
             sums[col + "_known"] = np.bincount(anc, weights=(~np.isnan(v)).astype(float), minlength=n)
@@ -336,6 +374,9 @@ class Hierarchy:
         ncores = np.maximum(cores, 1).astype(np.float64)
         all_known = sums["t_compute_ns_known"] == kcount
         raw["t_compute_ns"] = np.where(all_known & (kcount > 0), sums["t_compute_ns"] / ncores, np.nan)
+        for col in ("t_model_ns", "t_model_bf16_ns"):
+            known = sums[col + "_known"] == kcount
+            raw[col] = np.where(known & (kcount > 0), sums[col] / ncores, np.nan)
         bw = self.peaks.hbm_bytes_per_s
         raw["t_hbm_ns"] = raw["hbm_bytes"] / (bw / 1e9) / np.maximum(chips, 1) if bw else np.nan
         raw.loc[kcount == 0, "t_hbm_ns"] = np.nan
@@ -350,6 +391,7 @@ class Hierarchy:
         raw["bound"] = self._dominant_bound(bound, parent)
         raw["share_percent"] = 100.0 * raw["dur_ns"] / self.total_ns
         raw["parent_row"] = parent
+        _rates(raw)
         return raw
 
     def _dominant_bound(self, bound: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -406,6 +448,7 @@ class Hierarchy:
                 "hbm_bytes": o["hbm_bytes"], "tflops": o["tflops"], "gbps": o["gbps"],
                 "arithmetic_intensity": o["arithmetic_intensity"], "bound": o["bound"], "dtype": "",
                 "instruction_count": o["instruction_count"],
+                **{c: o[c] for c in RATE_COLUMNS},
                 "_order": o["depth"],
             }))
         if "kernel" in levels:
@@ -422,6 +465,7 @@ class Hierarchy:
                 "hbm_bytes": k["hbm_bytes"], "tflops": k["tflops"], "gbps": k["gbps"],
                 "arithmetic_intensity": k["arithmetic_intensity"], "bound": k["bound"], "dtype": k["dtype"],
                 "instruction_count": k["instruction_count"],
+                **{c: k[c] for c in RATE_COLUMNS},
                 "_order": 1000,
             }))
         if not parts:
@@ -483,6 +527,7 @@ class Hierarchy:
                 "dur_ns": dur, "share_percent": 100.0 * dur / self.total_ns, "flops": flops, "model_flops": 0,
                 "hbm_bytes": nbytes, "tflops": _rate(flops, dur, 1e3), "gbps": _rate(nbytes, dur, 1.0),
                 "arithmetic_intensity": np.nan, "bound": "", "dtype": dtype, "instruction_count": 1,
+                **{c: np.nan for c in RATE_COLUMNS},
             }))
         if not parts:
             return pd.DataFrame(columns=list(ROW_COLUMNS))

@@ -1,9 +1,12 @@
 """One kernel up close: where its engine time went, its instruction mix, and its roofline.
 
 `kernel_details(trace, kernel_id)` returns plain tables a details panel shows as is,
-and a `Roofline` a plot draws: the compute roof of the kernel's dtype (per core),
-the HBM roof (per chip), the ridge point, the kernel's point and the roofs of the
-other dtypes the hardware has (what MXFP8 would buy a BF16 kernel).
+and a `Roofline` a plot draws: the compute roof of the kernel's dtype (per core), the
+HBM roof of the core's share of its chip's bandwidth (the chip's cores stream from one
+HBM: 8 cores decoding at once each get about an eighth), the ridge point, the kernel's
+point, the roofs of the other dtypes the hardware has (what MXFP8 would buy a BF16
+kernel), and beside them the whole chip's HBM roof and how saturated the chip's HBM
+was while the kernel ran (the HBM counters' mean over the kernel).
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from explorer.model.intervals import union_length_per_group
 from explorer.model.columns import codes, num
 from explorer.model.tracks import DMA_KIND, ENGINES, ENGINE_OF_KIND
 from explorer.model.analysis.summary import SMALL_DMA_BYTES_PER_PARTITION
-from explorer.model.table_chunks import take_rows
+from explorer.model.table_chunks import pick, take_rows
+from explorer.model.timeline.counter_bins import CounterSeries
+from explorer.model.tracks import COUNTER_KIND, Tracks
+from simcore.trace.schema import COUNTER_HBM_READ, COUNTER_HBM_WRITE
 from simcore.errors import UserError
 from simcore.trace import Trace
 
@@ -30,10 +36,13 @@ class Roofline:
 
     dtype: str
     peak_tflops: float | None  # compute roof of `dtype`, one core
-    bandwidth_gbps: float | None  # HBM roof, one chip
+    bandwidth_gbps: float | None  # HBM roof: the core's share of its chip's bandwidth while the kernel ran
     point_intensity: float | None  # the kernel's FLOP per HBM byte
     point_tflops: float  # the kernel's achieved TFLOPS
     other_peaks: dict[str, float] = field(default_factory=dict)  # dtype -> per-core peak
+    chip_bandwidth_gbps: float | None = None  # the whole chip's HBM roof
+    hbm_sharing: float = 1.0  # mean number of the chip's cores running kernels while this one ran
+    chip_hbm_percent: float | None = None  # the chip's HBM traffic (counters) over the kernel / its bandwidth
 
     @property
     def ridge_intensity(self) -> float | None:
@@ -50,18 +59,34 @@ class Roofline:
 
     @property
     def efficiency_percent(self) -> float | None:
-        """Achieved / attainable at the kernel's intensity."""
+        """Achieved / attainable at the kernel's intensity (HBM at the core's share)."""
         if self.point_intensity is None:
             return None
         roof = self.attainable_tflops(self.point_intensity)
         return None if roof is None or roof <= 0 else float(100.0 * self.point_tflops / roof)
+
+    @property
+    def chip_ridge_intensity(self) -> float | None:
+        if self.peak_tflops is None or self.chip_bandwidth_gbps is None:
+            return None
+        return self.peak_tflops * 1e3 / self.chip_bandwidth_gbps
+
+    @property
+    def chip_efficiency_percent(self) -> float | None:
+        """Achieved / attainable were the whole chip's HBM the kernel's alone."""
+        if self.point_intensity is None or self.chip_bandwidth_gbps is None or self.peak_tflops is None:
+            return None
+        roof = min(self.peak_tflops, self.point_intensity * self.chip_bandwidth_gbps / 1e3)
+        return None if roof <= 0 else float(100.0 * self.point_tflops / roof)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "dtype": self.dtype, "peak_tflops": self.peak_tflops, "bandwidth_gbps": self.bandwidth_gbps,
             "ridge_intensity": self.ridge_intensity, "point_intensity": self.point_intensity,
             "point_tflops": self.point_tflops, "efficiency_percent": self.efficiency_percent,
-            "other_peaks": dict(self.other_peaks),
+            "other_peaks": dict(self.other_peaks), "chip_bandwidth_gbps": self.chip_bandwidth_gbps,
+            "hbm_sharing": self.hbm_sharing, "chip_ridge_intensity": self.chip_ridge_intensity,
+            "chip_efficiency_percent": self.chip_efficiency_percent, "chip_hbm_percent": self.chip_hbm_percent,
         }
 
 
@@ -83,6 +108,26 @@ class KernelDetails:
             "roofline": self.roofline.to_dict(),
             "notes": list(self.notes),
         }
+
+
+def chip_hbm_percent(trace: Trace, chip: int, t0: int, t1: int, bandwidth_gbps: float | None) -> float | None:
+    """The chip's HBM read + write traffic over [t0, t1) (time-weighted mean of its HBM counters)
+    as a % of its bandwidth; None without the counters or the bandwidth."""
+    if bandwidth_gbps is None or t1 <= t0:
+        return None
+    tracks = Tracks.of(trace)
+    want = (tracks.kind == COUNTER_KIND) & (tracks.chip == chip) & np.isin(tracks.name, [COUNTER_HBM_READ, COUNTER_HBM_WRITE])
+    if not want.any():
+        return None
+    tid, time, value = pick(trace.counters, ("track_id", "time_ns", "value"), want)
+    if not len(tid):
+        return None
+    total = 0.0
+    for t in np.unique(tid).tolist():
+        rows = tid == t
+        order = np.argsort(time[rows], kind="stable")
+        total += CounterSeries("", "GB/s", time[rows][order], value[rows][order]).mean_in(t0, t1)
+    return 100.0 * total / bandwidth_gbps
 
 
 def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = None) -> KernelDetails:
@@ -164,13 +209,18 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
     peaks = h.peaks
     dtype = str(row["dtype"])
     ai = row["arithmetic_intensity"]
+    sharing = max(float(row["hbm_sharing"]), 1.0)
+    chip_bw = peaks.hbm_bandwidth_gbps
     roof = Roofline(
         dtype=dtype,
         peak_tflops=peaks.peak_tflops_for(dtype),
-        bandwidth_gbps=peaks.hbm_bandwidth_gbps,
+        bandwidth_gbps=None if chip_bw is None else chip_bw / sharing,
         point_intensity=None if np.isnan(ai) else float(ai),
         point_tflops=float(np.nan_to_num(row["tflops"])),
         other_peaks={dt: p for dt, p in peaks.peak_tflops.items() if dt != dtype},
+        chip_bandwidth_gbps=chip_bw,
+        hbm_sharing=sharing,
+        chip_hbm_percent=chip_hbm_percent(trace, int(row["chip"]), int(row["start_ns"]), int(row["end_ns"]), chip_bw),
     )
     if roof.peak_tflops is None or roof.bandwidth_gbps is None:
         notes.append("the trace's hardware lacks tensor peaks or HBM bandwidth: the roofline has no roofs.")

@@ -43,6 +43,7 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("achieved_tflops", "TFLOPS", "compute", "hardware_flops / total_time.", True),
     _m("peak_bf16_tflops", "TFLOPS", "compute", "2 x rows x cols x clock x core_count: the BF16 ceiling MFU divides by."),
     _m("mfu_estimated_percent", "%", "compute", "(hardware_flops_bf16 - transpose_flops_bf16) / (peak_bf16_tflops x total_time).", True),
+    _m("mfu_percent", "%", "compute", "MFU against each kernel's own dtype peak: (hardware FLOPs at their dtype's per-core peak, less transposes) / (total_time x core_count); an MXFP8 run against the MXFP8 peak, where mfu_estimated_percent normalises to BF16 as the Neuron profiler does.", True),
     _m("hfu_estimated_percent", "%", "compute", "hardware_flops_bf16 / (peak_bf16_tflops x total_time).", True),
     _m("mm_arithmetic_intensity", "FLOP/byte", "compute", "hardware_flops / (hbm_read_bytes + hbm_write_bytes)."),
     _m("peak_flops_bandwidth_ratio", "FLOP/byte", "compute", "BF16 peak FLOP/s of one core / HBM bytes/s of one chip: the roofline ridge point."),
@@ -84,7 +85,8 @@ METRICS: tuple[MetricSpec, ...] = (
     # power
     _m("throttled_time_ns", "ns", "power", "Per core, time the Throttling counter was below 100%; summed over cores.", False),
     _m("throttled_time_percent", "%", "power", "throttled_time_ns / (total_time_ns x cores with a Throttling counter).", False),
-    _m("average_utilization_limit_percent", "%", "power", "Time-weighted mean of the Throttling counter (100 = never throttled).", True),
+    _m("average_utilization_limit_percent", "%", "power", "Time-weighted mean of the Throttling counter, the tensor engine's allowed rate (100 = never throttled; the Neuron profiler's name).", True),
+    _m("throttling_percent", "%", "power", "Time-weighted mean of how far the Throttling counter held the tensor engine below its full rate: 100 - the allowed rate (0 = never throttled), as Neuron Explorer shows throttling.", False),
 )
 
 METRIC_BY_NAME: dict[str, MetricSpec] = {m.name: m for m in METRICS}

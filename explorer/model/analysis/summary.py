@@ -67,6 +67,9 @@ UNIT_SUMS = (
     "transpose_flops",
     "transpose_flops_bf16",
     "unknown_dtype_flops",
+    "peak_time_ns",  # FLOPs at each kernel's dtype peak, per core: what MFU against the dtype's peak divides
+    "transpose_peak_time_ns",
+    "unknown_peak_flops",
     "hbm_read_bytes",
     "hbm_write_bytes",
     "total_active_time_ns",
@@ -125,8 +128,8 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     units = _Units(tracks, k_chip, k_core)
     out: dict[str, np.ndarray] = {name: np.zeros(units.n, dtype=np.int64) for name in UNIT_SUMS}
     for name in ("hardware_flops", "model_flops", "hardware_flops_bf16", "transpose_flops",
-                 "transpose_flops_bf16", "unknown_dtype_flops", "hbm_read_bytes", "hbm_write_bytes",
-                 "throttle_limit_ns"):
+                 "transpose_flops_bf16", "unknown_dtype_flops", "peak_time_ns", "transpose_peak_time_ns",
+                 "unknown_peak_flops", "hbm_read_bytes", "hbm_write_bytes", "throttle_limit_ns"):
         out[name] = np.zeros(units.n, dtype=np.float64)
     flags = {name: np.zeros(units.n, dtype=bool) for name in UNIT_FLAGS}
 
@@ -165,6 +168,9 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
         out["model_flops"] += np.bincount(k_unit, weights=num(kernels, "model_flops")[idx] * frac, minlength=units.n)
         out["hardware_flops_bf16"] += np.bincount(k_unit, weights=np.nan_to_num(flops * w), minlength=units.n)
         out["unknown_dtype_flops"] += np.bincount(k_unit, weights=np.where(np.isnan(w), flops, 0.0), minlength=units.n)
+        at_peak = flops / (_peaks(peaks, d_vocab)[d_codes[idx]] * 1e3)  # TFLOPS = 1e3 FLOP/ns
+        out["peak_time_ns"] += np.bincount(k_unit, weights=np.nan_to_num(at_peak), minlength=units.n)
+        out["unknown_peak_flops"] += np.bincount(k_unit, weights=np.where(np.isnan(at_peak), flops, 0.0), minlength=units.n)
         out["hbm_read_bytes"] += np.bincount(k_unit, weights=num(kernels, "hbm_read_bytes")[idx] * frac, minlength=units.n)
         out["hbm_write_bytes"] += np.bincount(k_unit, weights=num(kernels, "hbm_write_bytes")[idx] * frac, minlength=units.n)
         s, e = clip(start, end, t0, t1)
@@ -254,12 +260,20 @@ def _transposes(ins: pa.Table, window: Window, track_unit: np.ndarray, peaks: Pe
         w = _weights(peaks, dtype.dictionary.to_pylist())[c["dtype"][tr]]
         np.add.at(out["transpose_flops"], track_unit[tid], fl)
         np.add.at(out["transpose_flops_bf16"], track_unit[tid], np.nan_to_num(fl * w))
+        at_peak = fl / (_peaks(peaks, dtype.dictionary.to_pylist())[c["dtype"][tr]] * 1e3)
+        np.add.at(out["transpose_peak_time_ns"], track_unit[tid], np.nan_to_num(at_peak))
 
 
 def _weights(peaks: Peaks, vocab: list[str]) -> np.ndarray:
     """BF16 normalisation weight per dtype code (NaN where unknown)."""
     w = [peaks.weight(d) for d in vocab]
     return np.array([np.nan if x is None else x for x in w] or [np.nan], dtype=np.float64)
+
+
+def _peaks(peaks: Peaks, vocab: list[str]) -> np.ndarray:
+    """Per-core tensor peak (TFLOPS) per dtype code (NaN where unknown)."""
+    p = [peaks.peak_tflops_for(d) for d in vocab]
+    return np.array([np.nan if x is None else x for x in p] or [np.nan], dtype=np.float64)
 
 
 def _collectives(trace: Trace, scope: Scope, tracks: Tracks, in_tracks: np.ndarray, track_unit: np.ndarray,
@@ -369,6 +383,10 @@ def aggregate(units: pd.DataFrame, scope: Scope, peaks: Peaks, extra_scope: Mapp
             m["peak_flops_bandwidth_ratio"] = per_core / peaks.hbm_bytes_per_s
         else:
             why["peak_flops_bandwidth_ratio"] = "the trace's hardware lacks hbm.bandwidth_gbps."
+    if tot["unknown_peak_flops"] > 0:
+        why["mfu_percent"] = "some kernels' dtypes have no tensor peak in the trace's hardware."
+    else:
+        pct(tot["peak_time_ns"] - tot["transpose_peak_time_ns"], T * cores, "mfu_percent", "no core in scope ran work.")
     hbm = tot["hbm_read_bytes"] + tot["hbm_write_bytes"]
     if hbm > 0:
         m["mm_arithmetic_intensity"] = tot["hardware_flops"] / hbm
@@ -422,15 +440,17 @@ def aggregate(units: pd.DataFrame, scope: Scope, peaks: Peaks, extra_scope: Mapp
     # power
     n_thr = int(u["has_throttle"].sum())
     if n_thr == 0:
-        for name in ("throttled_time_ns", "throttled_time_percent", "average_utilization_limit_percent"):
+        for name in ("throttled_time_ns", "throttled_time_percent", "average_utilization_limit_percent",
+                     "throttling_percent"):
             why[name] = "the trace has no Throttling counter for the cores in scope."
     else:
         m["throttled_time_ns"] = int(tot["throttled_time_ns"])
         pct(tot["throttled_time_ns"], T * n_thr, "throttled_time_percent", "empty window.")
         if tot["throttle_covered_ns"] > 0:
             m["average_utilization_limit_percent"] = tot["throttle_limit_ns"] / tot["throttle_covered_ns"]
+            m["throttling_percent"] = 100.0 - m["average_utilization_limit_percent"]
         else:
-            why["average_utilization_limit_percent"] = "no Throttling samples cover the window."
+            why["average_utilization_limit_percent"] = why["throttling_percent"] = "no Throttling samples cover the window."
 
     for name, value in m.items():
         if isinstance(value, (float, np.floating)):

@@ -1,0 +1,75 @@
+"""`trnx ops`: the operator table's numbers for scripts, equal to the GUI tree's (Hierarchy rows)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from model import analysis_traces as at
+
+from explorer.cli.main import cli, main
+from explorer.model.analysis.hierarchy import Hierarchy
+from simcore.trace import open_trace
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
+
+
+def ops(*args) -> list[dict] | str:
+    res = CliRunner().invoke(cli, ["ops", *map(str, args)])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output) if "--json" in args else res.output
+
+
+@pytest.fixture(scope="module")
+def basic(tmp_path_factory):
+    return at.write(tmp_path_factory.mktemp("ops") / "basic.trnx")
+
+
+def test_json_rows_carry_the_trees_numbers(basic):
+    rows = ops(basic, "--json")
+    assert [r["name"] for r in rows] == ["attention.qkv_proj", "all_reduce", "attention.softmax"]  # longest first
+    h = Hierarchy(open_trace(basic)).rows().set_index("node")
+    for r in rows:
+        assert {"level", "name", "time_ns", "flops", "bytes", "mfu_percent", "mfu_bf16_percent", "mbu_percent",
+                "roofline_percent", "bound"} <= set(r)
+        tree = h.loc[r["node"]]
+        assert r["level"] == "op" and r["path"] == f"layer 0 / {r['name']}"
+        assert (r["time_ns"], r["flops"], r["bytes"], r["bound"]) == (tree["dur_ns"], tree["flops"], tree["hbm_bytes"],
+                                                                         tree["bound"])
+        for key in ("mfu_percent", "mfu_bf16_percent", "mbu_percent", "roofline_percent"):
+            assert r[key] == (None if tree[key] != tree[key] else pytest.approx(tree[key]))
+    qkv = rows[0]
+    assert qkv["mfu_percent"] == pytest.approx(100 * (4e6 / 79e3 + 8e6 / 315e3 + 4e6 / 158e3) / 3 / 5000)
+    assert rows[1]["bound"] == "collective" and rows[1]["flops"] == 0
+
+
+def test_kernel_level_sorts_and_text(basic):
+    rows = ops(basic, "--level", "kernel", "--sort", "start", "--json")
+    assert [r["node"] for r in rows] == ["kernel:100", "kernel:102", "kernel:103", "kernel:101"]
+    assert rows[2]["dtype"] == "fp8" and rows[2]["mfu_percent"] == pytest.approx(100 * 4e6 / 158e3 / 5000)
+    assert [r["node"] for r in ops(basic, "--level", "kernel", "--top", "2", "--json")] == ["kernel:103", "kernel:102"]
+    text = ops(basic, "--level", "kernel")
+    header = text.splitlines()[0].split()
+    assert header[:3] == ["name", "time", "share"] and "roofline" in header and "chip.core" in header
+    assert "layer 0 / attention.qkv_proj / matmul_qkv" in text and "5 us" in text
+
+
+def test_the_decode_sample_reads_near_its_hbm_share():
+    rows = ops(SAMPLES / "llama3.1-8b-decode.trnx", "--level", "layer", "--json")
+    assert len(rows) == 32 and all(r["bound"] == "hbm" for r in rows)
+    assert all(40 < r["roofline_percent"] < 100 and r["mbu_percent"] == pytest.approx(r["roofline_percent"])
+               for r in rows)
+
+
+def test_bad_input_is_one_sentence(basic, tmp_path, capsys):
+    for args, words in (([basic, "--top", "0"], "--top must be a positive"),
+                        ([basic, "--level", "instruction"], "instruction"),
+                        ([tmp_path / "missing.trnx"], "missing.trnx")):
+        with pytest.raises(SystemExit) as exc:
+            main(["ops", *map(str, args)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err
