@@ -112,12 +112,12 @@ class AnalysisPanels(QObject):
         view.viewport.changed.connect(self.summary.set_range)
         view.area_changed.connect(self.summary.show_area)
         view.selection_changed.connect(self._event_selected)
-        self.operators.node_selected.connect(s.select_node)
+        self.operators.node_selected.connect(lambda node: self._guard(s.highlight_node, node))
         self.operators.node_activated.connect(lambda node: self._guard(s.go_to_node, node))
         self.dependencies.jump.connect(lambda node: self._guard(s.go_to_node, node))
         self.dependencies.follow.connect(lambda node: self._guard(s.go_to_node, node))
         self.dependencies.path_changed.connect(self.overlay.set_path)
-        self.recommendations.link_activated.connect(lambda link: self._guard(s.follow_link, link))
+        self.recommendations.link_activated.connect(self._follow_link)
 
     # -- reacting ----------------------------------------------------------------------
     def _trace_shown(self, loaded) -> None:
@@ -165,6 +165,12 @@ class AnalysisPanels(QObject):
             self.window.panels["Kernel details"].raise_()
         elif level in ("instruction", "dma") and not self.dependencies.holding:
             self.window.panels["Dependencies"].raise_()
+
+    def _follow_link(self, link) -> None:
+        """Go where a recommendation points, and keep the recommendations in view (the timeline's
+        selection would otherwise raise Details over them)."""
+        self._guard(self.session.follow_link, link)
+        self.window.panels["Recommendations"].raise_()
 
     def _guard(self, fn, *args) -> None:
         try:

@@ -172,11 +172,22 @@ class AnalysisSession(QObject):
         t0, t1 = h.time_range(node)
         tracks = h.track_ids(node)
         self._zoom(t0, t1, tracks[0] if tracks else None)
+        self.highlight_node(node)
+
+    def highlight_node(self, node: str) -> None:
+        """Make `node` current and mark it on the timeline without zooming: its event selected
+        (brought into view), or for an op an area over every row of the cores it ran on."""
+        a = self.analysis
+        if a is None or not node:
+            return
         ref = a.ref_of_node(node)
         if ref is not None:
             self.view.set_area(None)
-            self.view.select(ref)
+            self.window.timeline.select(ref)
         else:
+            t0, t1 = a.hierarchy.time_range(node)
+            tracks = a.hierarchy.area_track_ids(node)
+            self.view.select(None)
             self.view.set_area(area_scope(tracks, t0, t1) if tracks else None)
         self.select_node(node)
 
@@ -194,6 +205,7 @@ class AnalysisSession(QObject):
         a = self.analysis
         if a is None:
             return
+        self.window.timeline.reveal_tracks(link.track_ids)  # unfold the chips and cores the evidence is on
         level = link.node.partition(":")[0]
         if level in NODE_LEVELS:
             self.go_to_node(link.node)

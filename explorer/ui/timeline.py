@@ -175,6 +175,14 @@ class TimelineWidget(QWidget):
     def set_area(self, sel: Scope | None, *, final: bool = True) -> None:
         self.state.set_area(sel, final=final)
 
+    def reveal_tracks(self, track_ids) -> None:
+        """Unfold every group holding one of `track_ids`, so all their rows are drawn."""
+        for c in (self.canvas, self.counter_canvas):
+            if c.tree is not None:
+                for tid in track_ids:
+                    c.tree.reveal(int(tid))
+                c.relayout()
+
     def _reveal_track(self, track_id: int) -> None:
         for c in (self.canvas, self.counter_canvas):
             if c.tree is not None and c.tree.node_for_track(track_id) is not None:

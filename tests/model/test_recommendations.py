@@ -56,7 +56,9 @@ def test_basic_trace_problems_fire_with_evidence_and_links(tmp_path):
     st = found["collective_straggler"]
     assert st.evidence["chip"] == 1 and st.evidence["wait_caused_ns"] == 1000
     assert st.impact_ns == 1000 and st.impact_percent == pytest.approx(10.0)  # chip 1 arrived 1000 ns after chip 0
-    assert st.links[0].node == "collective:1" and st.links[0].track_ids == (at.T_CC0, at.T_CC1)
+    # first the late chip's own work (chip 1's kernel row and its CC row, until it arrived), then the collective
+    assert st.links[0].track_ids == (at.T_K10, at.T_CC1) and (st.links[0].t0, st.links[0].t1) == (0, 6000)
+    assert st.links[1].node == "collective:1" and st.links[1].track_ids == (at.T_CC0, at.T_CC1)
     assert "hbm_bound_low_intensity" not in found and "mxfp8_for_bf16_matmul" not in found
     recs = recommend(open_trace(tmp_path / "basic.trnx"))
     assert [r.rule for r in recs][0] == "collective_straggler"  # the most wall-clock time on the critical path
@@ -124,7 +126,7 @@ def test_one_straggler_rank(tmp_path):
     rec = found["collective_straggler"]
     assert rec.evidence["chip"] == 3 and rec.evidence["wait_caused_ns"] == 3 * 3800
     assert rec.impact_ns == 3800  # wall-clock: the collective started 3800 ns after the next-to-last rank arrived
-    assert rec.links[0].t0 == 1000 and rec.links[0].t1 == 6000
+    assert rec.links[1].t0 == 1000 and rec.links[1].t1 == 6000
     assert "alltoall_routing_skew" not in found
 
 

@@ -80,10 +80,12 @@ def test_double_click_zooms_the_timeline_to_the_row_and_highlights_it(window, qt
     click_row(view, view.currentIndex(), double=True)
     assert vp.t0 <= 2000 and vp.t1 >= 2800 and vp.width < 1500
     assert tl.selected == window.loaded.index.find_id(2)
-    # an op has no single event: it is area-selected over its kernel rows
+    # an op has no single event: everything under it is area-selected, every row of the cores it ran on
     click_row(view, model.index_for("op:3"), double=True)  # layer 1
-    assert tl.area is not None and tl.area.track_ids == (3,) and (tl.area.t0, tl.area.t1) == (50_000, 100_000)
+    assert tl.area is not None and tl.area.track_ids == (0, 1, 2, 3) and (tl.area.t0, tl.area.t1) == (50_000, 100_000)
     assert vp.t0 <= 50_000 and vp.t1 >= 100_000
+    summary = window.selection_summary.summary  # the layer's instructions and bytes, not just its kernel row
+    assert summary.instructions == 50 + 500 and summary.dma_transfers == 5 and summary.dma_bytes == 5 * 65536
 
 
 def test_a_timeline_click_selects_the_row_in_the_tree(window, qtbot):
@@ -166,3 +168,18 @@ def test_mfu_both_ways_mbu_and_roofline_per_layer_and_op(qtbot):
     assert model.data(op.siblingAtColumn(COLUMN_KEYS.index("mfu_percent"))) == cells["mfu_percent"]
     tip = model.headerData(COLUMN_KEYS.index("mfu_percent"), Qt.Horizontal, Qt.ToolTipRole)
     assert "dtype" in tip and "peak" in tip
+
+
+def test_a_single_click_on_a_row_highlights_it_on_the_timeline_without_zooming(window, qtbot):
+    p = ready(window, qtbot)
+    view, model = p.operators.view, p.operators.model
+    tl = window.timeline
+    tl.zoom_to(0, 100_000)
+    before = (tl.viewport.t0, tl.viewport.t1)
+    click_row(view, row_of(model, "op:1"))  # layer 0: its cores' rows over [0, 50 us)
+    assert tl.area is not None and tl.area.track_ids == (0, 1, 2, 3) and (tl.area.t0, tl.area.t1) == (0, 50_000)
+    assert (tl.viewport.t0, tl.viewport.t1) == before
+    assert p.operators.select_node("kernel:1")  # (expands layer 1 down to it)
+    click_row(view, row_of(model, "op:1"))
+    click_row(view, row_of(model, "kernel:1"))  # a kernel row selects its event on the Kernels row
+    assert tl.selected == EventRef("kernels", 1) and tl.area is None

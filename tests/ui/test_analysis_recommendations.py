@@ -52,12 +52,21 @@ def test_see_a_recommendation_and_follow_its_links(window, qtbot):
     assert tl.selected == EventRef("kernels", 0)
     assert tl.viewport.t0 <= 0 and 50_000 <= tl.viewport.t1 < 60_000
     assert p.operators.current_node() == "kernel:0"
-    # the straggler's link: the collective's ranks and time, area-selected
+    assert panel.list.isVisible() and panel.links.isVisible()  # following a link keeps the list in view
+    # the straggler's links: first the late chip's own rows up to its arrival, then the collective's ranks
     click_item(panel.list, [r.rule for r in panel.recommendations].index("collective_straggler"))
     assert "Chip 1 arrived last" in panel.text.toPlainText()
+    window._fold(True)  # every chip folded: following the link unfolds what the evidence is on
+    assert tl.canvas.geom_for_track(5) is None
     click_item(panel.links, 0)
+    assert tl.area is not None and tl.area.track_ids == (5,) and (tl.area.t0, tl.area.t1) == (25_000, 70_000)
+    assert tl.canvas.geom_for_track(5) is not None
+    assert panel.list.isVisible()
+    window._fold(True)
+    click_item(panel.links, 1)
     assert tl.area is not None and tl.area.track_ids == (4, 5, 6) and (tl.area.t0, tl.area.t1) == (60_000, 72_000)
     assert tl.viewport.t0 <= 60_000 and 72_000 <= tl.viewport.t1 < 80_000
+    assert all(tl.canvas.geom_for_track(t) is not None for t in (4, 5, 6))
 
 
 def test_mxfp8_advice_on_the_bf16_gemm_links_to_its_kernel(qtbot):

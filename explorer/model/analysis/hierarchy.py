@@ -594,6 +594,38 @@ class Hierarchy:
             self._unknown(node)
         return sorted(set(k["track_id"].to_numpy()[item[anc == row]].tolist()))
 
+    def area_track_ids(self, node: str) -> list[int]:
+        """Every timeline row with work under a node: for an op, each core its kernels ran on
+        with all that core's rows (kernels, engines, DMA queues, runtime) and, for a collective,
+        its chips' collective rows; otherwise `track_ids(node)`. What "select everything under
+        this layer" area-selects, so the selection's instructions and bytes are the layer's."""
+        level, ident = self._parse(node)
+        if level != "op":
+            return self.track_ids(node)
+        k = self.kernels
+        ops = pd.Index(self._ops_raw["op_id"])
+        row = ops.get_indexer([ident])[0]
+        if row < 0:
+            self._unknown(node)
+        item, anc = self._pairs(ops.get_indexer(k["op_id"].to_numpy()))
+        mine = item[anc == row]
+        t = self.tracks
+        units = set(zip(k["chip"].to_numpy()[mine].tolist(), k["core"].to_numpy()[mine].tolist()))
+        unit_of_track = zip(t.chip.tolist(), t.core.tolist())
+        keep = np.array([u in units for u in unit_of_track], dtype=bool) & (t.kind != "counter")
+        cc = self.trace.collectives
+        if cc.num_rows:  # collective rows of this op and the ops under it
+            sub = set(self._ops_raw["op_id"].to_numpy()[self._subtree_rows(row)].tolist())
+            hit = np.isin(num(cc, "op_id"), list(sub))
+            keep[np.unique(num(cc, "track_id")[hit]).astype(np.int64)] = True
+        return np.flatnonzero(keep).tolist()
+
+    def _subtree_rows(self, row: int) -> np.ndarray:
+        parent, _ = self._ancestry
+        rows = np.arange(len(parent))
+        item, anc = self._pairs(rows)
+        return rows[item[anc == row]]
+
     @staticmethod
     def _parse(node: str) -> tuple[str, int]:
         if node == "":

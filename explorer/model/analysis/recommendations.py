@@ -433,8 +433,22 @@ def collective_straggler(c: _Context) -> list[Recommendation]:
             "mean_lead_ns": float(mine["lead"].mean()),
             "critical_path_ns": impact[0],
         },
-        (_collective_link(f, worst, "worst"),),
+        (_chip_work_link(c, f, chip, worst), _collective_link(f, worst, "worst")),
     )]
+
+
+def _chip_work_link(c: _Context, f: pd.DataFrame, chip: int, cid: int) -> Link:
+    """The late chip's own rows (its cores' kernels and its collective row) from its previous
+    collective's end to its arrival at `cid`: the work that made it late."""
+    mine = f[f["chip"] == chip]
+    arrive = int(mine.loc[mine["cid"] == cid, "arrive"].iloc[0])
+    before = mine.loc[mine["end"] <= arrive, "end"]
+    t0 = int(before.max()) if len(before) else int(c.trace.span_ns[0])
+    tr = c.h.tracks
+    rows = np.flatnonzero((tr.chip == chip) & (tr.kind == "kernel")).tolist()
+    rows += sorted(set(mine.loc[mine["cid"] == cid, "track_id"].astype(int).tolist()))
+    return Link(f"chip {chip}'s work before collective {cid}: its kernels until it arrived last", "",
+                tuple(rows), t0, arrive)
 
 
 def alltoall_routing_skew(c: _Context) -> list[Recommendation]:
