@@ -27,6 +27,7 @@ from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.analysis_export import AnalysisExport
 from explorer.ui.analysis_session import AnalysisSession, TraceAnalysis
 from explorer.ui.dependencies_view import QtDependencies
+from explorer.ui.evidence_bands import QtEvidenceBands
 from explorer.ui.kernel_details_view import QtKernelDetails
 from explorer.ui.operators_view import QtOperators
 from explorer.ui.path_overlay import QtPathOverlay
@@ -55,6 +56,7 @@ class AnalysisPanels(QObject):
         self.kernel_details = QtKernelDetails()
         self.dependencies = QtDependencies()
         self.overlay = QtPathOverlay(window.timeline.canvas)
+        self.bands = [QtEvidenceBands(c) for c in (window.timeline.canvas, window.timeline.counter_canvas)]
         self.compare_windows: list = []
         self.export = AnalysisExport(self)
         self._dock()
@@ -118,6 +120,7 @@ class AnalysisPanels(QObject):
         self.dependencies.follow.connect(lambda node: self._guard(s.go_to_node, node))
         self.dependencies.path_changed.connect(self.overlay.set_path)
         self.recommendations.link_activated.connect(self._follow_link)
+        self.recommendations.evidence_changed.connect(self._show_evidence)
 
     # -- reacting ----------------------------------------------------------------------
     def _trace_shown(self, loaded) -> None:
@@ -165,6 +168,10 @@ class AnalysisPanels(QObject):
             self.window.panels["Kernel details"].raise_()
         elif level in ("instruction", "dma") and not self.dependencies.holding:
             self.window.panels["Dependencies"].raise_()
+
+    def _show_evidence(self, rec) -> None:
+        for overlay in self.bands:
+            overlay.set_bands(None if rec is None else rec.bands, "" if rec is None else rec.rule)
 
     def _follow_link(self, link) -> None:
         """Go where a recommendation points, and keep the recommendations in view (the timeline's

@@ -1,4 +1,10 @@
-"""QtCollectiveWaits: rank x collective heat map of wait time, slowest rank marked."""
+"""QtCollectiveWaits: rank x collective heat map of wait time, slowest rank marked.
+
+The colour scale is the whole trace's (0 to the longest wait of any rank), shown by a
+colour bar, so zooming never rescales it; columns are labelled by collective id (the
+tooltip names the kind, size and op); with no collective in view the plot gives way to
+a sentence.
+"""
 
 from __future__ import annotations
 
@@ -32,13 +38,16 @@ class QtCollectiveWaits(QWidget):
         self.summary.setWordWrap(True)
         self.plot = pg.PlotWidget(background="#1b1d23")
         self.plot.setObjectName("collective-waits-plot")
-        self.plot.setLabel("bottom", "collective (in start order)")
+        self.plot.setLabel("bottom", "collective id (in start order)")
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
         self.plot.getViewBox().invertY(True)
         self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setColorMap(pg.colormap.get("inferno"))
         self.plot.addItem(self.image)
+        self.colour_bar = pg.ColorBarItem(values=(0, 1), colorMap=pg.colormap.get("inferno"), interactive=False,
+                                          width=12, label="wait (us)")
+        self.colour_bar.setImageItem(self.image, insert_in=self.plot.getPlotItem())
         self.stars = pg.ScatterPlotItem(symbol="star", size=11, brush=pg.mkBrush("#4fa3ff"), pen=pg.mkPen("#0b0d10"))
         self.plot.addItem(self.stars)
         self.plot.scene().sigMouseClicked.connect(self._clicked)
@@ -55,6 +64,7 @@ class QtCollectiveWaits(QWidget):
         self.waits = None
         self.image.clear()
         self.stars.clear()
+        self.plot.setVisible(False)
         self.summary.setText("No trace" if index is None else "")
 
     def set_range(self, t0: float, t1: float) -> None:
@@ -70,15 +80,23 @@ class QtCollectiveWaits(QWidget):
         if n_coll == 0:
             self.image.clear()
             self.stars.clear()
-            self.summary.setText("No collectives in the visible range.")
+            self.plot.setVisible(False)
+            self.summary.setText("No collectives in the visible range." if self.index.trace.collectives.num_rows else
+                                 "This trace has no collectives (one chip, or no communication captured).")
             return
-        img = np.nan_to_num(w.wait_ns, nan=0.0)
-        self.image.setImage(img, levels=(0.0, max(float(img.max()), 1.0)))
+        self.plot.setVisible(True)
+        img = np.nan_to_num(w.wait_ns, nan=0.0) / 1e3  # us
+        levels = (0.0, w.scale_ns / 1e3)
+        self.image.setImage(img, levels=levels)
+        self.colour_bar.setLevels(levels)
         self.image.setRect(0, 0, n_coll, n_rank)
         self.stars.setData(np.arange(n_coll) + 0.5, w.slowest_rank + 0.5)
         ax = self.plot.getAxis("left")
-        step = max(1, n_rank // 24)
+        step = max(1, int(np.ceil(n_rank / 24)))
         ax.setTicks([[(i + 0.5, w.rank_labels[i]) for i in range(0, n_rank, step)]])
+        xstep = max(1, int(np.ceil(n_coll / 16)))
+        self.plot.getAxis("bottom").setTicks([[(c + 0.5, f"#{int(w.collective_ids[c])}")
+                                               for c in range(0, n_coll, xstep)]])
         self.plot.setXRange(0, n_coll, padding=0)
         self.plot.setYRange(0, n_rank, padding=0)
         worst, count = w.most_often_slowest()

@@ -2,7 +2,9 @@
 
 For the selected instruction or DMA transfer: what it waited for and what it
 unblocked (`Dependencies.predecessors` / `successors`, from `flows`) and the chain
-of binding constraints that made it wait (`wait_chain`). For its kernel: the
+of binding constraints that made it wait (`wait_chain_back`), newest first: the
+immediate cause on top, back to the first wait on another engine or queue, with
+"Show more" to go on. For its kernel: the
 critical path (`critical_path`), computed on the analysis worker and highlighted on
 the timeline. A click on a row jumps the timeline there and keeps this panel on
 its event; a double-click makes the clicked event the panel's subject.
@@ -18,10 +20,12 @@ from PySide6.QtWidgets import (
     QCheckBox, QHBoxLayout, QLabel, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from explorer.model.analysis.dependencies import CriticalPath, Dependencies
+from explorer.model.analysis.dependencies import CriticalPath, Dependencies, WaitChain
 from explorer.model.units import format_ns
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import Latest, TraceAnalysis
+
+CHAIN_STEPS = 200  # steps listed at first; "Show more" doubles it
 
 EDGE_COLUMNS = (
     F.Column("name", "event", tip="Instruction opcode or DMA direction."),
@@ -39,8 +43,8 @@ STEP_COLUMNS = (
     F.Column("track", "row"),
     F.Column("start_ns", "start", F.ns),
     F.Column("dur_ns", "duration", F.ns),
-    F.Column("edge", "then", tip="How the next step waited on this one: semaphore, data or engine_order "
-                                 "(the previous event on the same engine or queue)."),
+    F.Column("edge", "waited on next by", tip="How this step waited on the row below it: semaphore, data or "
+                                              "engine_order (the previous event on the same engine or queue)."),
     F.Column("slack_ns", "slack", F.ns, "This step's start minus the end of what it waited for."),
     F.Column("node", "node"),
 )
@@ -72,7 +76,8 @@ class QtDependencies(QWidget):
         self.node: str | None = None
         self.kernel_id: int | None = None
         self.critical: CriticalPath | None = None
-        self.chain: pd.DataFrame | None = None
+        self.chain: pd.DataFrame | None = None  # the listed wait chain, newest first
+        self.wait: WaitChain | None = None
         self.holding = False  # True while our own jump moves the timeline
         self._latest = Latest()  # critical paths
         self._events_latest = Latest()  # an event's flows and wait chain
@@ -93,7 +98,12 @@ class QtDependencies(QWidget):
         self.chain_view = F.make_table(self.steps, "dependencies-chain", sortable=False)
         self.pred_label = QLabel("waits for")
         self.succ_label = QLabel("unblocks")
-        self.chain_label = QLabel("wait chain (oldest first)")
+        self.chain_label = QLabel("wait chain (newest first)")
+        self.more_button = QPushButton("Show more")
+        self.more_button.setObjectName("dependencies-chain-more")
+        self.more_button.setToolTip("Follow the chain back past the next wait on another engine or queue.")
+        self.more_button.setEnabled(False)
+        self.more_button.clicked.connect(self.show_more)
 
         deps = QWidget()
         dl = QVBoxLayout(deps)
@@ -110,6 +120,7 @@ class QtDependencies(QWidget):
         dl.addWidget(edges, 2)
         row = QHBoxLayout()
         row.addWidget(self.chain_label, 1)
+        row.addWidget(self.more_button)
         row.addWidget(self.show_chain)
         dl.addLayout(row)
         dl.addWidget(self.chain_view, 3)
@@ -161,7 +172,8 @@ class QtDependencies(QWidget):
         self._events_latest.cancel()
         self.node = self.kernel_id = None
         self.critical = None
-        self.chain = None
+        self.chain = self.wait = None
+        self.more_button.setEnabled(False)
         for m in (self.preds, self.succs, self.steps, self.cp_steps, self.cp_tracks):
             m.set_frame(None)
         self.title.setText("Select an instruction or DMA transfer to see what it waited for.")
@@ -186,36 +198,57 @@ class QtDependencies(QWidget):
                 f"Kernel {html.escape(self._kernel_name(kernel))} #{kernel}: find the chain of waits that set its "
                 "end time." if kernel is not None else "Select a kernel or one of its instructions.")
         self.node = node
-        self.chain = None
+        self.chain = self.wait = None
+        self.more_button.setEnabled(False)
         if level not in ("instruction", "dma"):
             self._emit_path()
             return
-        eid = int(ident)
+        self._query(node, causes=1, max_steps=CHAIN_STEPS)
+
+    def _query(self, node: str, causes: int, max_steps: int) -> None:
+        a = self.analysis
+        eid = int(node.partition(":")[2])
         d = a.dependencies
         self.title.setText(f"Following the waits of {node}\u2026")
 
         def work():  # the first query indexes the event tables: off the GUI thread
             ev = a.hierarchy.events.event(eid)
-            return ev, d.predecessors(eid), d.successors(eid), d.wait_chain(eid), d._track_label(ev.track_id)
+            return (ev, d.predecessors(eid), d.successors(eid), d.wait_chain_back(eid, causes, max_steps),
+                    d._track_label(ev.track_id))
 
         self._events_latest.submit(work, lambda ok, value, n=node: self._shown(n, ok, value))
+
+    def show_more(self) -> None:
+        """List the chain further back: one more wait on another engine or queue (and twice the steps)."""
+        w = self.wait
+        if w is None or not w.more or self.node is None:
+            return
+        self.more_button.setEnabled(False)
+        self._query(self.node, w.causes + 1, w.max_steps * 2)
 
     def _shown(self, node: str, ok: bool, value) -> None:
         if not ok:
             self.title.setText(html.escape(str(value)))
             return
-        ev, preds, succs, chain, track = value
-        self.chain = chain
+        ev, preds, succs, wait, track = value
+        self.wait = wait
+        self.chain = wait.steps
         self.preds.set_frame(preds)
         self.succs.set_frame(succs)
-        self.steps.set_frame(chain)
+        self.steps.set_frame(wait.steps)
         self.pred_label.setText(f"waits for ({len(preds)})")
         self.succ_label.setText(f"unblocks ({len(succs)})")
-        waited = Dependencies.chain_waited_ns(chain)
-        self.chain_label.setText(f"wait chain: {len(chain)} steps, oldest first (click: jump, double-click: follow)")
+        n = len(wait.steps)
+        hops = wait.cause_hops
+        reach = ("back to its start" if not wait.more else
+                 f"back to the first wait on another engine or queue" if hops == 1 else
+                 f"back through {hops} waits on other engines or queues" if hops else f"{n} steps back")
+        self.chain_label.setText(f"wait chain, newest first: {n} {'step' if n == 1 else 'steps'} {reach} "
+                                 "(click: jump, double-click: follow)")
+        self.more_button.setEnabled(wait.more)
         self.title.setText(f"<b>{html.escape(ev.name)}</b> ({node}) on {html.escape(track)} at "
-                           f"{format_ns(ev.start_ns)}, {format_ns(ev.dur_ns)}; the chain before it spans "
-                           f"{format_ns(waited)}")
+                           f"{format_ns(ev.start_ns)}, {format_ns(ev.dur_ns)}; the listed chain before it spans "
+                           f"{format_ns(wait.waited_ns)}")
         self.tabs.setCurrentIndex(0)
         self._emit_path()
         self.shown.emit(node)
@@ -257,8 +290,8 @@ class QtDependencies(QWidget):
     def _emit_path(self) -> None:
         if self.critical is not None:
             self.path_changed.emit(self.critical.steps, f"critical path of kernel #{self.critical.kernel_id}")
-        elif self.chain is not None and self.show_chain.isChecked():
-            self.path_changed.emit(self.chain, f"wait chain of {self.node}")
+        elif self.chain is not None and self.show_chain.isChecked():  # outlined in time order
+            self.path_changed.emit(self.chain.iloc[::-1].reset_index(drop=True), f"wait chain of {self.node}")
         else:
             self.path_changed.emit(None, "")
 

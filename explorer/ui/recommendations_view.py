@@ -3,7 +3,9 @@
 Shows `explorer.model.analysis.recommendations.recommend`'s findings as they are: the title
 and impact of each, its advice and evidence, and its links. Clicking a link emits
 `link_activated(Link)`; the session follows it (zooms the timeline to its range,
-selects its kernel, event or area, and the operator-tree row).
+selects its kernel, event or area, and the operator-tree row). The shown
+recommendation's evidence is drawn on the timeline as warning bands while "Show the
+evidence on the timeline" is ticked (`evidence_changed(Recommendation | None)`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import html
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QLabel, QListWidget, QListWidgetItem, QSplitter, QTextBrowser, QVBoxLayout, QWidget,
+    QCheckBox, QLabel, QListWidget, QListWidgetItem, QSplitter, QTextBrowser, QVBoxLayout, QWidget,
 )
 
 from explorer.model.analysis.recommendations import Link, Recommendation
@@ -21,6 +23,7 @@ from explorer.model.units import format_ns
 
 class QtRecommendations(QWidget):
     link_activated = Signal(object)  # Link
+    evidence_changed = Signal(object)  # the Recommendation whose bands to draw, or None
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -42,10 +45,15 @@ class QtRecommendations(QWidget):
         self.links.itemClicked.connect(self._link_clicked)
         self.links.itemActivated.connect(self._link_clicked)
         self.links_label = QLabel("Where in the trace (click to go there)")
+        self.show_evidence = QCheckBox("Show the evidence on the timeline (warning bands)")
+        self.show_evidence.setObjectName("recommendations-show-evidence")
+        self.show_evidence.setChecked(True)
+        self.show_evidence.toggled.connect(lambda _on: self._emit_evidence())
         lower = QWidget()
         ll = QVBoxLayout(lower)
         ll.setContentsMargins(0, 0, 0, 0)
         ll.addWidget(self.text, 3)
+        ll.addWidget(self.show_evidence)
         ll.addWidget(self.links_label)
         ll.addWidget(self.links, 1)
         split = QSplitter(Qt.Vertical)
@@ -63,6 +71,7 @@ class QtRecommendations(QWidget):
         self.list.clear()
         self.links.clear()
         self.text.clear()
+        self._emit_evidence()
         if recs is None:
             self.status.setText("Open a trace to see recommendations.")
             return
@@ -83,6 +92,7 @@ class QtRecommendations(QWidget):
 
     def _show(self, row: int) -> None:
         self.links.clear()
+        self._emit_evidence()
         if not 0 <= row < len(self.recommendations):
             self.text.clear()
             return
@@ -101,6 +111,13 @@ class QtRecommendations(QWidget):
             item.setToolTip(f"{link.node or 'range'}: {format_ns(link.t0)} \u2013 {format_ns(link.t1)} on "
                             f"{len(link.track_ids)} timeline rows")
             self.links.addItem(item)
+
+    def current(self) -> Recommendation | None:
+        row = self.list.currentRow()
+        return self.recommendations[row] if 0 <= row < len(self.recommendations) else None
+
+    def _emit_evidence(self) -> None:
+        self.evidence_changed.emit(self.current() if self.show_evidence.isChecked() else None)
 
     def _link_clicked(self, item: QListWidgetItem) -> None:
         link = item.data(Qt.UserRole)

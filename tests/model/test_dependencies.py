@@ -89,3 +89,19 @@ def test_same_answers_when_flows_are_not_in_destination_order(tmp_path):
                      (shuffled.successors(eid), ordered.successors(eid))):
             assert a.sort_values("id").reset_index(drop=True).equals(b.sort_values("id").reset_index(drop=True))
     assert shuffled.wait_chain(4)["id"].tolist() == [20, 2, 4]
+
+
+def test_wait_chain_back_is_newest_first_and_stops_at_the_first_cross_engine_wait(tmp_path):
+    from model import analysis_traces as at2
+    from simcore.trace import open_trace as ot
+
+    deps = Dependencies(ot(at2.write(tmp_path / "b.trnx")))
+    full = deps.wait_chain(4)  # oldest first: DMA 20 -> instruction 2 -> instruction 4
+    w = deps.wait_chain_back(4)  # 4 waited on 2 (data): that is a cross-engine wait, so it stops at 2
+    assert w.steps["id"].tolist() == [4, 2] and w.more and w.cause_hops == 1
+    assert w.steps["edge"].tolist() == ["data", ""]
+    w2 = deps.wait_chain_back(4, causes=2)
+    assert w2.steps["id"].tolist() == full["id"].tolist()[::-1] == [4, 2, 20] and not w2.more
+    assert w2.steps["edge"].tolist() == ["data", "semaphore", ""]
+    assert w2.waited_ns == w2.steps["start_ns"].iloc[0] - w2.steps["start_ns"].iloc[-1]
+    assert len(deps.wait_chain_back(4, causes=99, max_steps=1).steps) == 1

@@ -190,3 +190,17 @@ def test_every_evidence_item_has_a_unit_and_reads_with_it(tmp_path):
     rows = dict(found["hbm_bound_low_intensity"].evidence_rows())
     assert rows["achieved hbm"].endswith("B/s") and rows["mean arithmetic intensity"].endswith("FLOP/B")
     assert dict(found["collective_straggler"].evidence_rows())["chip"] == "1"
+
+
+def test_each_rule_says_where_its_evidence_is_as_bands(tmp_path):
+    found = _rules(tmp_path / "basic.trnx")
+
+    def bands(rule):
+        b = found[rule].bands
+        return list(zip(b.track_id.tolist(), b.t0.tolist(), b.t1.tolist()))
+
+    assert bands("small_dma_transfers") == [(at.T_Q1, 300, 500), (at.T_Q0, 400, 600)]
+    assert bands("tensor_waiting_on_dma") == [(at.T_TENSOR, 700, 1000)]  # instruction 2 waited 300 ns
+    assert bands("throttling") == [(at.T_THR00, 0, 1000), (at.T_THR00, 9000, 10_000)]
+    assert bands("collective_straggler") == [(at.T_CC1, 5000, 6000)]  # chip 1's lead over chip 0
+    assert "bands" not in found["throttling"].to_dict()  # plain data only; bands are for the timeline

@@ -82,9 +82,10 @@ def test_dependencies_of_an_instruction_jump_and_follow(window, qtbot):
     assert [r["node"] for r in deps.preds.records] == [f"dma:{DMA_ID0}"]
     assert deps.preds.record(0)["kind"] == "semaphore" and deps.preds.record(0)["slack_ns"] == 0
     assert deps.succs.records == []
-    # the wait chain: the DMA (binding: it ended after the previous MultiplyMoving) then the instruction
-    assert [r["node"] for r in deps.steps.records] == [f"dma:{DMA_ID0}", "instruction:1"]
-    assert deps.steps.record(0)["edge"] == "semaphore"
+    # the wait chain, newest first: the instruction, then the DMA it waited on (it ended after the previous
+    # MultiplyMoving, so it binds)
+    assert [r["node"] for r in deps.steps.records] == ["instruction:1", f"dma:{DMA_ID0}"]
+    assert deps.steps.record(0)["edge"] == "semaphore" and not deps.more_button.isEnabled()
     assert p.overlay.isVisible() and p.overlay.steps == 2
     # a click jumps the timeline to the predecessor and keeps this panel on instruction 1
     table_click(deps.pred_view, 0)
@@ -128,3 +129,23 @@ def test_a_kernels_critical_path_is_outlined_on_the_timeline(window, qtbot):
     first = cp.steps.iloc[0]
     assert tl.viewport.t0 <= first["start_ns"] and tl.viewport.t1 >= first["end_ns"]
     assert np.isclose(QColor(p.overlay.colour).alpha(), 255)
+
+
+def test_the_wait_chain_lists_newest_first_to_the_first_cross_engine_wait_and_shows_more(window, qtbot):
+    p = ready(window, qtbot)
+    deps = p.dependencies
+    window.panels["Dependencies"].raise_()
+    # MultiplyMoving 15 waited on 14, 13, 12 in engine order; 11 waited on DMA 10001 (semaphore)
+    with qtbot.waitSignal(deps.shown, timeout=20_000):
+        click_event(window, window.loaded.index.find_id(15))
+    nodes = [r["node"] for r in deps.steps.records]
+    assert nodes == ["instruction:15", "instruction:14", "instruction:13", "instruction:12", "instruction:11",
+                     f"dma:{DMA_ID0 + 1}"]
+    assert [r["edge"] for r in deps.steps.records] == ["engine_order"] * 4 + ["semaphore", ""]
+    assert "newest first: 6 steps back to the first wait on another engine" in deps.chain_label.text()
+    qtbot.waitUntil(deps.more_button.isVisible)
+    assert deps.more_button.isEnabled()  # DMA 10001 waited on DMA 10000 before it on its queue
+    with qtbot.waitSignal(deps.shown, timeout=20_000):
+        QTest.mouseClick(deps.more_button, Qt.LeftButton)
+    assert [r["node"] for r in deps.steps.records] == nodes + [f"dma:{DMA_ID0}"]
+    assert not deps.more_button.isEnabled() and "back to its start" in deps.chain_label.text()

@@ -83,3 +83,32 @@ def test_mxfp8_advice_on_the_bf16_gemm_links_to_its_kernel(qtbot):
     assert w.timeline.selected == EventRef("kernels", 0)
     assert p.kernel_details.kernel_id == 0 and "matmul_gemm" in p.kernel_details.header.text()
     assert w.timeline.viewport.width > 1_800_000  # the whole 1.86 ms kernel is in view
+
+
+def test_the_shown_recommendations_evidence_is_drawn_as_warning_bands_and_can_be_hidden(window, qtbot):
+    p = ready(window, qtbot)
+    panel = p.recommendations
+    window.panels["Recommendations"].raise_()
+    qtbot.waitUntil(panel.list.isVisible)
+    click_item(panel.list, [r.rule for r in panel.recommendations].index("small_dma_transfers"))
+    rec = panel.current()
+    assert len(rec.bands) == 10 and set(rec.bands.track_id.tolist()) == {2}  # the 10 small transfers on qSyncIO0
+    bands = p.bands[0]
+    assert bands.isVisible() and bands.bands is rec.bands
+    tl, canvas = window.timeline, window.timeline.canvas
+    tl.zoom_to(9_000, 12_000)  # transfer 1: [10 us, 11 us)
+    canvas.repaint()
+    image = canvas.grab().toImage()
+    g = canvas.geom_for_track(2)
+    inside = image.pixelColor(int(canvas.x_of(10_500)), g.y + g.h // 2)
+    outside = image.pixelColor(int(canvas.x_of(9_300)), g.y + g.h // 2)
+    assert inside.red() > inside.blue() + 60 and outside.name() != inside.name()  # amber over the transfer only
+    other = canvas.geom_for_track(1)  # another row at the same time: the faint full-height band
+    faint = image.pixelColor(int(canvas.x_of(10_500)), other.y + 1)
+    assert faint.name() != image.pixelColor(int(canvas.x_of(9_300)), other.y + 1).name()
+    QTest.mouseClick(panel.show_evidence, Qt.LeftButton)  # off
+    assert not panel.show_evidence.isChecked() and not bands.isVisible()
+    QTest.mouseClick(panel.show_evidence, Qt.LeftButton)
+    assert bands.isVisible()
+    click_item(panel.list, [r.rule for r in panel.recommendations].index("collective_straggler"))
+    assert bands.bands is panel.current().bands and bands.bands.track_id.tolist() == [5]  # chip 1 came last once

@@ -271,6 +271,27 @@ def test_utilisation_and_collective_waits_follow_the_view_and_jump(window, qtbot
     assert tl.viewport.t0 <= s and e <= tl.viewport.t1 and tl.viewport.width < 100_000
 
 
+def test_collective_waits_keep_one_colour_scale_label_collectives_and_say_when_there_are_none(window, qtbot):
+    window.panels["Collective waits"].raise_()
+    cw = window.collective_waits
+    tl = window.timeline
+    tl.viewport.fit()
+    cw.refresh()
+    assert cw.plot.isVisible()
+    full = tuple(cw.image.getLevels())
+    assert full == (0.0, 10.0)  # the longest wait in the trace: chip 0 waited 10 us at collective 0
+    assert tuple(cw.colour_bar.levels()) == (0.0, 10.0)
+    ticks = cw.plot.getAxis("bottom")._tickLevels[0]
+    assert [label for _, label in ticks] == ["#0", "#1"]  # ids, not fractional positions
+    assert cw.waits.labels[1].startswith("#1 all_reduce 8 MiB")
+    tl.zoom_to(55_000, 75_000)  # only collective 1 (waits up to 10 us, scale unchanged)
+    cw.refresh()
+    assert cw.waits.wait_ns.shape[1] == 1 and tuple(cw.image.getLevels()) == full
+    tl.zoom_to(30_000, 50_000)  # no collective here: a sentence, not an empty +-400 axis
+    cw.refresh()
+    assert not cw.plot.isVisible() and "No collectives in the visible range" in cw.summary.text()
+
+
 def test_broken_trace_shows_an_error_dialog_and_the_app_stays_up(window, qtbot, trace_path, tmp_path, monkeypatch):
     shown = []
     monkeypatch.setattr(QMessageBox, "critical", staticmethod(lambda parent, title, text: shown.append((title, text))))

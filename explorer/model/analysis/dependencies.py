@@ -60,6 +60,31 @@ class CriticalPath:
                 "steps": self.steps.to_dict("records"), "time_by_track": self.time_by_track.to_dict("records")}
 
 
+@dataclass
+class WaitChain:
+    """A wait chain listed newest first (`Dependencies.wait_chain_back`)."""
+
+    event_id: int
+    steps: pd.DataFrame  # STEP_COLUMNS; row 0 is the event itself
+    more: bool  # the chain continues past the last row
+    causes: int
+    max_steps: int
+
+    @property
+    def waited_ns(self) -> int:
+        """How long the listed steps before the event kept it waiting: from the oldest listed
+        step's start to the event's start."""
+        if len(self.steps) < 2:
+            return 0
+        return int(self.steps["start_ns"].iloc[0] - self.steps["start_ns"].iloc[-1])
+
+    @property
+    def cause_hops(self) -> int:
+        """Hops in the listed chain that are not plain engine order."""
+        e = self.steps["edge"]
+        return int(((e != "") & (e != ENGINE_ORDER)).sum())
+
+
 def _column(table, name: str) -> np.ndarray | ChunkedColumn:
     """A column to index by row: the chunk's own numpy view when there is one chunk, else the
     chunks behind a `ChunkedColumn` (no concatenated copy either way)."""
@@ -227,10 +252,16 @@ class Dependencies:
                     best, best_end = (pc, pr, str(k)), end
         return best
 
-    def _walk(self, tcode: int, row: int, kernel_id: int | None, max_steps: int) -> pd.DataFrame:
+    def _walk(self, tcode: int, row: int, kernel_id: int | None, max_steps: int,
+              causes: int | None = None) -> pd.DataFrame:
+        """Binding constraints back from (tcode, row), oldest first; with `causes`, stop once the
+        step reached through that many hops that are not engine order is listed. `self._more`
+        says whether the walk stopped with a step still before it."""
         steps = []
         edge = ""
         seen = set()
+        reached = 0
+        self._more = True  # until the walk finds the chain's start
         for _ in range(max_steps):
             if (tcode, row) in seen:  # a cycle in flows: stop rather than loop
                 break
@@ -246,7 +277,12 @@ class Dependencies:
                           self._track_label(tid), int(t.start[row]), int(t.end[row]),
                           int(t.end[row] - t.start[row]), int(t.kernel[row]), edge, slack))
             if nxt is None:
+                self._more = False
                 break
+            if causes is not None and reached >= causes:
+                break
+            if nxt[2] != ENGINE_ORDER:
+                reached += 1
             tcode, row, edge = nxt
         steps.reverse()
         # each row's `edge` says how the *next* step depended on it; slack is the row's own wait
@@ -263,6 +299,20 @@ class Dependencies:
         """
         tcode, row = self._locate(event_id)
         return self._walk(tcode, row, None, max_steps)
+
+    def wait_chain_back(self, event_id: int, causes: int = 1, max_steps: int = 200) -> WaitChain:
+        """The wait chain newest first: `event_id`, what it waited for, what that waited for...,
+        stopping once `causes` hops that are not plain engine order (a semaphore or data wait on
+        another engine or queue) have been followed, or after `max_steps` steps. Each row's
+        `edge` is how that step waited on the row below it ("" for the last listed); `more`
+        says whether the chain goes on (ask again with more causes or steps: "show more")."""
+        tcode, row = self._locate(event_id)
+        frame = self._walk(tcode, row, None, max_steps, causes)
+        more = self._more
+        frame = frame.iloc[::-1].reset_index(drop=True)
+        frame["edge"] = [*frame["edge"].tolist()[1:], ""] if len(frame) else frame["edge"]
+        frame["step"] = np.arange(len(frame))
+        return WaitChain(event_id, frame, more, causes, max_steps)
 
     @staticmethod
     def chain_waited_ns(chain: pd.DataFrame) -> int:

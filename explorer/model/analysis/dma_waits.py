@@ -43,6 +43,9 @@ class TensorDmaWaits:
     worst_ns: int = 0
     # wait per kernel id over every instruction with an incoming DMA flow (ids ascending, zeros kept)
     per_kernel: pd.Series = field(default_factory=lambda: pd.Series(dtype=np.int64))
+    # the instructions that waited (instructions-table rows) and how long: the evidence drawn on the timeline
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    waits_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 def tensor_dma_waits(trace: Trace, events: EventIndex, is_tensor_track: np.ndarray,
@@ -232,6 +235,7 @@ class _Accumulator:
         self.waiting = 0
         self.worst = (-1, -1)  # (wait, -row): the longest wait, then the first row
         self.kernel_parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.waited: list[tuple[np.ndarray, np.ndarray]] = []
 
     def add(self, found: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
         rows, wait, kern = found
@@ -245,6 +249,8 @@ class _Accumulator:
         # rows come in long runs of one kernel: sum each run, then the runs per kernel at the end
         first = np.r_[0, np.flatnonzero(kern[1:] != kern[:-1]) + 1]
         self.kernel_parts.append((kern[first], np.add.reduceat(wait, first)))
+        some = wait > 0
+        self.waited.append((rows[some].astype(np.int64), wait[some].astype(np.int64)))
 
     def result(self) -> TensorDmaWaits:
         if not self.kernel_parts:
@@ -252,4 +258,6 @@ class _Accumulator:
         kern = np.concatenate([k for k, _ in self.kernel_parts])
         wait = np.concatenate([w for _, w in self.kernel_parts])
         per_kernel = pd.Series(wait).groupby(kern).sum()
-        return TensorDmaWaits(self.total, self.waiting, -self.worst[1], self.worst[0], per_kernel)
+        rows = np.concatenate([r for r, _ in self.waited])
+        waits = np.concatenate([w for _, w in self.waited])
+        return TensorDmaWaits(self.total, self.waiting, -self.worst[1], self.worst[0], per_kernel, rows, waits)

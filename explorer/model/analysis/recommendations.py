@@ -27,7 +27,7 @@ from explorer.model.columns import num, strings
 from explorer.model.intervals import union_length, union_length_per_group
 from explorer.model.tracks import COUNTER_KIND
 from explorer.model.analysis.summary import SMALL_DMA_BYTES_PER_PARTITION, Summary, summarize
-from explorer.model.table_chunks import pick
+from explorer.model.table_chunks import pick, take_rows
 from explorer.model.units import format_ns
 from simcore.trace import Trace
 from simcore.trace.schema import COUNTER_THROTTLE
@@ -69,6 +69,30 @@ EVIDENCE_UNITS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
+class EvidenceBands:
+    """Where a rule's evidence is in the trace: one interval [t0, t1) per item on its timeline row
+    (the small transfers on their queues, the waits on the tensor rows, the flagged kernels, the
+    throttled stretches, the late arrivals), drawn as warning bands as Neuron Explorer does."""
+
+    track_id: np.ndarray
+    t0: np.ndarray
+    t1: np.ndarray
+
+    @classmethod
+    def of(cls, track_id, t0, t1) -> EvidenceBands:
+        t0 = np.asarray(t0, np.int64)
+        t1 = np.maximum(np.asarray(t1, np.int64), t0)
+        order = np.argsort(t0, kind="stable")
+        return cls(np.asarray(track_id, np.int64)[order], t0[order], t1[order])
+
+    def __len__(self) -> int:
+        return len(self.t0)
+
+
+NO_BANDS = EvidenceBands(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+@dataclass(frozen=True)
 class Recommendation:
     rule: str  # stable id, e.g. "small_dma_transfers"
     title: str  # one line: what is wrong
@@ -77,6 +101,7 @@ class Recommendation:
     impact_percent: float  # impact_ns over the trace's span
     evidence: dict[str, Any] = field(default_factory=dict)
     links: tuple[Link, ...] = ()
+    bands: EvidenceBands = field(default=NO_BANDS, compare=False, repr=False)  # not in to_dict: can be millions
 
     @property
     def evidence_units(self) -> dict[str, str]:
@@ -87,7 +112,7 @@ class Recommendation:
         return [(evidence_label(k), evidence_text(v, EVIDENCE_UNITS.get(k, ""))) for k, v in self.evidence.items()]
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {k: v for k, v in asdict(self).items() if k != "bands"}
         d["links"] = [asdict(link) for link in self.links]
         d["evidence_units"] = self.evidence_units
         return d
@@ -203,6 +228,7 @@ def hbm_bound_low_intensity(c: _Context) -> list[Recommendation]:
             "hbm_bandwidth_gbps": bw,
         },
         (_kernel_link(worst, "longest"),),
+        EvidenceBands.of(hit["track_id"], hit["start_ns"], hit["end_ns"]),
     )]
 
 
@@ -251,6 +277,7 @@ def small_dma_transfers(c: _Context) -> list[Recommendation]:
             "critical_path_ns": impact[0],
         },
         tuple(links),
+        EvidenceBands.of(num(dma, "track_id")[small], st, st + dur[small]),
     )]
 
 
@@ -288,7 +315,18 @@ def tensor_waiting_on_dma(c: _Context) -> list[Recommendation]:
             "top_kernels_ns": {f"kernel {int(kid)}": int(v) for kid, v in per_kernel.head(5).items()},
         },
         tuple(links),
+        _wait_bands(c, w.rows, w.waits_ns),
     )]
+
+
+def _wait_bands(c: _Context, rows: np.ndarray, waits: np.ndarray) -> EvidenceBands:
+    """[start - wait, start) on each waiting instruction's row."""
+    if not len(rows):
+        return NO_BANDS
+    order = np.argsort(rows, kind="stable")
+    sub = take_rows(c.trace.instructions, rows[order])
+    start = num(sub, "start_ns")
+    return EvidenceBands.of(num(sub, "track_id"), start - waits[order], start)
 
 
 def _deficit_integral(time: np.ndarray, length: np.ndarray, deficit: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -352,6 +390,7 @@ def throttling(c: _Context) -> list[Recommendation]:
         },
         (Link(f"longest throttled stretch on {tracks.name[tid[i]]} (chip {tracks.chip[tid[i]]} core {tracks.core[tid[i]]})",
               "", (int(tid[i]),), int(time[i]), int(nxt[i])),),
+        EvidenceBands.of(tid[low], time[low], nxt[low]),
     )]
 
 
@@ -434,6 +473,7 @@ def collective_straggler(c: _Context) -> list[Recommendation]:
             "critical_path_ns": impact[0],
         },
         (_chip_work_link(c, f, chip, worst), _collective_link(f, worst, "worst")),
+        EvidenceBands.of(mine["track_id"], mine["arrive"] - mine["lead"], mine["arrive"]),
     )]
 
 
@@ -489,6 +529,7 @@ def alltoall_routing_skew(c: _Context) -> list[Recommendation]:
             "critical_path_ns": impact[0],
         },
         (_collective_link(f, worst, "most wait"),),
+        EvidenceBands.of(hit["track_id"], hit["arrive"], hit["start"]),
     )]
 
 
@@ -531,6 +572,7 @@ def mxfp8_for_bf16_matmul(c: _Context) -> list[Recommendation]:
             "mxfp8_peak_tflops": mx,
         },
         (_kernel_link(hit.iloc[i], "largest saving"),),
+        EvidenceBands.of(hit["track_id"], hit["start_ns"], hit["end_ns"]),
     )]
 
 

@@ -29,6 +29,7 @@ class CollectiveWaits:
     rows: np.ndarray  # (n_rank, n_coll) collectives-table row, -1 where absent
     slowest_rank: np.ndarray  # (n_coll,) matrix row of the last rank to arrive
     truncated: int  # collectives in range left out (beyond MAX_COLLECTIVES)
+    scale_ns: float = 1.0  # the longest wait of any rank in the whole trace: one colour scale at every zoom
 
     def ref(self, rank_row: int, coll: int) -> EventRef | None:
         row = int(self.rows[rank_row, coll])
@@ -86,11 +87,24 @@ def collective_waits(index: TraceIndex, t0: int, t1: int, *, chips: set[int] | N
     kcodes, kvocab = columns.codes(tab, "kind")
     nbytes = columns.num(tab, "bytes")
     labels = []
+    op_names = _op_names(index)
+    op_of = columns.num(tab, "op_id")
     for c in ids:
         r = int(rows[np.argmax(cid[rows] == c)])
-        labels.append(f"{kvocab[kcodes[r]]} {format_bytes(nbytes[r])} #{int(c)}")
+        op = op_names.get(int(op_of[r]), "")
+        labels.append(f"#{int(c)} {kvocab[kcodes[r]]} {format_bytes(nbytes[r])}" + (f" ({op})" if op else ""))
     names = []
     for t in rank_tracks:
         info = index.tracks.get(t)
         names.append(f"chip {info.chip} {info.name}" if info else f"track {t}")
-    return CollectiveWaits(ids, labels, rank_tracks, names, wait, xfer, cell, slowest, truncated)
+    return CollectiveWaits(ids, labels, rank_tracks, names, wait, xfer, cell, slowest, truncated,
+                           max(float((start - arrive).max()) if len(start) else 0.0, 1.0))
+
+
+def _op_names(index: TraceIndex) -> dict[int, str]:
+    """op_id -> name of the ops collectives belong to (a trace has few ops; names from the ops table)."""
+    ops = index.trace.ops
+    if not ops.num_rows:
+        return {}
+    codes, vocab = columns.codes(ops, "name")
+    return dict(zip(columns.num(ops, "op_id").tolist(), (vocab[c] for c in codes.tolist())))
