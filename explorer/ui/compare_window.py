@@ -52,8 +52,9 @@ METRIC_COLUMNS = (
     F.Column("group", "group"),
     F.Column("a_text", "A"),
     F.Column("b_text", "B"),
-    F.Column("delta_text", "B \u2212 A", colour=_delta_colour, tip="Green: B is better, red: A is better "
-                                                                     "(for metrics where higher or lower is clearly better)."),
+    F.Column("delta_text", "B \u2212 A", colour=_delta_colour, cell_tip="why",
+             tip="Green: B is better, red: A is better, where the metric says so for these two runs (hover a "
+                 "cell for the reason: a share of a shorter run, or a rate over different work, is neither)."),
     F.Column("ratio", "B / A", F.ratio),
 )
 ENGINE_COLUMNS = (
@@ -171,8 +172,12 @@ class QtCompare(QMainWindow):
         self.link.setToolTip("Zooming or panning one timeline moves the other to the matching time.")
         self.align_button = QPushButton("Align starts")
         self.align_button.setObjectName("compare-align")
-        self.align_button.setToolTip("Show the same times in both timelines (undo an op alignment).")
+        self.align_button.setToolTip("Show the same times in both timelines, at one time scale (undo an alignment).")
         self.align_button.clicked.connect(self.align_starts)
+        self.stretch_button = QPushButton("Stretch B to A")
+        self.stretch_button.setObjectName("compare-stretch")
+        self.stretch_button.setToolTip("Draw B's whole trace as wide as A's (hides how much faster one is).")
+        self.stretch_button.clicked.connect(self.stretch)
         self.align_label = QLabel("")
         self.align_label.setObjectName("compare-alignment")
         self.side_a = _Side(f"A: {a.path}")
@@ -202,6 +207,7 @@ class QtCompare(QMainWindow):
         bar.addWidget(self.align_label)
         bar.addWidget(self.link)
         bar.addWidget(self.align_button)
+        bar.addWidget(self.stretch_button)
         split = QSplitter(Qt.Vertical)
         split.setObjectName("compare-splitter")
         split.addWidget(self.side_a)
@@ -236,7 +242,16 @@ class QtCompare(QMainWindow):
         self.b = result  # (after set_index: B's first fit must not move A)
         self.side_b.caption.setText(f"B: {result.path}")
         self.headline.setText(f"Comparing {self.b_path.name} against {self.a.path.name}\u2026")
-        self.align_ranges(self.a.index.span, result.index.span, "the whole traces")
+        # one time scale: a faster B is visibly shorter (each side may show as long as the longer trace)
+        (a0, a1), (b0, b1) = self.a.index.span, result.index.span
+        length = max(a1 - a0, b1 - b0)
+        self._syncing = True
+        try:
+            self.side_a.view.viewport.set_limits(a0, a0 + length)
+            self.side_b.view.viewport.set_limits(b0, b0 + length)
+        finally:
+            self._syncing = False
+        self.align_starts(fit=True)
         a_trace, b_trace = self.a.index.trace, result.index.trace
         sa, ha = self.summary_a, self.hierarchy_a
 
@@ -309,13 +324,24 @@ class QtCompare(QMainWindow):
         finally:
             self._syncing = False
 
-    def align_starts(self) -> None:
-        """Same times in both timelines (B's start on A's start)."""
+    def align_starts(self, fit: bool = False) -> None:
+        """Same times in both timelines (B's start on A's start, one time scale); with `fit`, show
+        the longer of the two traces whole."""
         if self.b is None:
             return
-        self.map = (float(self.b.index.span[0] - self.a.index.span[0]), 1.0)
+        (a0, a1), (b0, b1) = self.a.index.span, self.b.index.span
+        self.map = (float(b0 - a0), 1.0)
         self.align_label.setText("aligned on the starts, same time scale")
+        if fit:
+            length = max(a1 - a0, b1 - b0)
+            pad = max(length * 0.02, 20.0)
+            self.side_a.view.viewport.set_range(a0 - pad, a0 + length + pad)
         self._sync(self.side_a, self.side_b)
+
+    def stretch(self) -> None:
+        """B's whole trace drawn as wide as A's."""
+        if self.b is not None:
+            self.align_ranges(self.a.index.span, self.b.index.span, "the whole traces")
 
     def align_ranges(self, a_range: tuple[float, float], b_range: tuple[float, float], what: str = "") -> None:
         """Zoom A to a_range and B to b_range, and keep them aligned while zooming."""
@@ -337,11 +363,14 @@ class QtCompare(QMainWindow):
         return h.time_range(f"op:{op_id}")
 
     def show_op(self, a_op_id: int, b_op_id: int) -> None:
+        """Both timelines on an op: its starts lined up at one time scale, the longer of the two in view."""
         ra = self._op_range(self.hierarchy_a, a_op_id)
         rb = self._op_range(self.hierarchy_b, b_op_id)
         if ra and rb:
             name = self.hierarchy_a.ops.loc[self.hierarchy_a.ops["op_id"] == a_op_id, "name"].iloc[0]
-            self.align_ranges(ra, rb, f"op {name}")
+            length = max(ra[1] - ra[0], rb[1] - rb[0])
+            self.align_ranges((ra[0], ra[0] + length), (rb[0], rb[0] + length), f"op {name}")
+            self.align_label.setText(f"aligned on op {name}, same time scale")
         elif ra:
             self.side_a.timeline.zoom_to(*ra)
         elif rb:

@@ -9,6 +9,7 @@ DataFrame column, the text a person reads and the tooltip explaining it. Sorting
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,13 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+
+
+def natural_key(v: Any) -> tuple:
+    """Text with its digit runs as numbers ("layer 2" before "layer 10"); missing last."""
+    if _missing(v):
+        return ((2, 0, ""),)
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", str(v)) if p)
 
 
 def _missing(v: Any) -> bool:
@@ -76,6 +84,7 @@ class Column:
     fmt: Callable[[Any], str] = text
     tip: str = ""
     colour: Callable[[dict[str, Any]], QColor | None] | None = None
+    cell_tip: str = ""  # a record key whose text is the cell's own tooltip (e.g. why a delta is flagged)
 
 
 class FrameTableModel(QAbstractTableModel):
@@ -110,7 +119,8 @@ class FrameTableModel(QAbstractTableModel):
         if role == Qt.UserRole:
             return None if _missing(v) else v
         if role == Qt.ToolTipRole:
-            return col.tip or None
+            own = rec.get(col.cell_tip) if col.cell_tip else None
+            return own or col.tip or None
         if role == Qt.ForegroundRole and col.colour is not None:
             return col.colour(rec)
         if role == Qt.TextAlignmentRole:
@@ -134,8 +144,10 @@ class FrameTableModel(QAbstractTableModel):
         if key not in self.frame.columns:
             return
         self.layoutAboutToBeChanged.emit()
+        text = self.frame[key].dtype == object
         self.frame = self.frame.sort_values(key, ascending=order == Qt.AscendingOrder, kind="stable",
-                                            na_position="last").reset_index(drop=True)
+                                            na_position="last",
+                                            key=(lambda c: c.map(natural_key)) if text else None).reset_index(drop=True)
         self.records = self.frame.to_dict("records")
         self.layoutChanged.emit()
 

@@ -58,7 +58,9 @@ def test_ops_match_by_path_and_occurrence(pair):
     assert qkv["ratio"] == pytest.approx(0.8)
     extra = ops.loc["* / layer 0 / residual_add #0"]
     assert extra["status"] == "only_b" and extra["a_op_id"] == -1 and np.isnan(extra["a_dur_ns"])
-    assert d.ops["level"].iloc[0] == "model"
+    change = (d.ops["b_dur_ns"].fillna(0) - d.ops["a_dur_ns"].fillna(0)).abs()
+    assert change.is_monotonic_decreasing  # largest absolute change first (qkv_proj: 1000 ns)
+    assert d.ops["key"].iloc[0] == "* / layer 0 / attention.qkv_proj #0"
 
 
 def test_kernels_compare_per_op_and_name(pair):
@@ -105,3 +107,33 @@ def test_repeated_layers_match_in_order(tmp_path):
     ops = diff(a, b).ops.set_index("key")
     assert ops.loc["* / layer 1 / attention.qkv_proj #0", "delta_ns"] == -300
     assert ops.loc["* / layer 0 / attention.qkv_proj #0", "delta_ns"] == 0
+
+
+def test_ops_sort_by_absolute_change_then_in_natural_order(tmp_path):
+    import pandas as pd
+
+    from explorer.model.analysis.diff import by_change
+
+    frame = pd.DataFrame({"key": ["layer 10", "layer 2", "layer 1", "only b"], "a": [5.0, 5.0, 5.0, np.nan],
+                          "b": [5.0, 5.0, 1.0, 2.0]})
+    assert by_change(frame, "key", "a", "b")["key"].tolist() == ["layer 1", "only b", "layer 2", "layer 10"]
+
+
+def test_flags_reason_about_what_each_metric_divides(pair):
+    from explorer.model.analysis.diff import judge
+    from explorer.model.analysis.summary import Summary
+
+    def summary(**m):
+        return Summary({}, m)
+
+    a = summary(total_time_ns=1000, vector_engine_active_time_percent=20.0, hbm_read_bytes=1000, hbm_write_bytes=0,
+                hbm_bandwidth_gbps=1.0)
+    b = summary(total_time_ns=500, vector_engine_active_time_percent=40.0, hbm_read_bytes=500, hbm_write_bytes=0,
+                hbm_bandwidth_gbps=1.0 * 0.9)
+    better, why = judge("vector_engine_active_time_percent", a, b)  # same busy time in half the run
+    assert better == "" and "0.5x" in why
+    better, why = judge("hbm_bandwidth_gbps", a, b)  # lower bandwidth, but half the bytes
+    assert better == "" and "0.5x A's HBM bytes" in why
+    b.metrics["hbm_read_bytes"] = 1000
+    assert judge("hbm_bandwidth_gbps", a, b) == ("a", "higher is better at the same work")
+    assert judge("total_time_ns", a, b) == ("b", "lower is better")

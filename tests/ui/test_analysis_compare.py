@@ -50,20 +50,33 @@ def test_compare_two_traces_read_deltas_and_linked_zoom(qtbot, monkeypatch):
     assert view.engines.record(view.engines.find("engine", "tensor"))["a_active_ns"] > 0.9 * ta
     assert len(ins_a) == 14_720 + 1  # the GEMM's engine instructions and its kernel launch (the Runtime row)
     assert "total time ns" in view.headline.text() and f"({tb / ta:.3g}x)" in view.headline.text()
-    # click the op row: both timelines show that op, aligned end to end
+    # opened at one time scale: B (MXFP8, ~4x faster) is visibly shorter, not stretched to A's width
+    va, vb = view.side_a.timeline.viewport, view.side_b.timeline.viewport
+    assert va.width == pytest.approx(vb.width) and va.t1 > ta and vb.t1 > tb
+    # the flags reason about what each metric divides: B's shorter run raises its engine percentages
+    # and it moves fewer HBM bytes, so neither is "better" or "worse"
+    for name in ("tensor_engine_active_time_percent", "hbm_bandwidth_gbps"):
+        r = view.metrics.find("metric", name)
+        assert view.metrics.record(r)["better"] == ""
+        tip = view.metrics.data(view.metrics.index(r, 4), Qt.ToolTipRole)
+        assert "B's run is" in tip or "x A's HBM bytes" in tip
+    assert "lower is better" in view.metrics.data(view.metrics.index(row, 4), Qt.ToolTipRole)
+    # click the op row: both timelines show that op from its start, at one time scale
     view.tabs.setCurrentIndex(2)
     table = view.views["compare-ops"]
     qtbot.waitUntil(table.isVisible)
     idx = table.model().index(orow, 0)
     QTest.mouseClick(table.viewport(), Qt.LeftButton, Qt.NoModifier, table.visualRect(idx).center())
-    va, vb = view.side_a.timeline.viewport, view.side_b.timeline.viewport
     assert va.t0 < 0 and va.t1 > ta and vb.t0 < 0 and vb.t1 > tb
-    assert (vb.t1 - vb.t0) / (va.t1 - va.t0) == pytest.approx(tb / ta, rel=0.01)
+    assert (vb.t1 - vb.t0) / (va.t1 - va.t0) == pytest.approx(1.0, rel=0.01)
+    assert "same time scale" in view.align_label.text()
     # zoom A with the keyboard: B follows, still aligned on the op
     QTest.keyClick(view.side_a.timeline, Qt.Key_W)
     QTest.keyClick(view.side_a.timeline, Qt.Key_D)
     off, scale = view.map
     assert (vb.t0, vb.t1) == (pytest.approx(off + scale * va.t0), pytest.approx(off + scale * va.t1))
+    QTest.mouseClick(view.stretch_button, Qt.LeftButton)  # B's whole trace as wide as A's, on request
+    assert (vb.t1 - vb.t0) / (va.t1 - va.t0) == pytest.approx(tb / ta, rel=0.01)
     QTest.mouseClick(view.align_button, Qt.LeftButton)  # same times in both again
     view.side_a.timeline.zoom_to(100_000, 200_000)
     assert (vb.t0, vb.t1) == (pytest.approx(100_000), pytest.approx(200_000))

@@ -7,11 +7,15 @@ down to the op plus its occurrence index among ops with that path, in time order
 whatever its name, since models are often named after their dtype or sharding). Kernels are matched within their
 matched op by kernel name and compared as totals (count, summed and longest time),
 which stays meaningful when the two runs split an op over different numbers of cores.
-Every delta is b - a; ratio is b / a (below 1: B is faster).
+Every delta is b - a; ratio is b / a (below 1: B is faster). Ops and kernels come largest
+absolute change first; a metric's `better` flag reasons about what it divides (`judge`):
+a share of the run's own time is not better because the run got shorter, and a rate
+(bandwidth, TFLOPS, MFU) is not worse because the run moved fewer bytes.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,19 +84,64 @@ def _ratio(a: pd.Series, b: pd.Series) -> pd.Series:
     return (b.astype(np.float64) / a.where(a != 0)).astype(np.float64)
 
 
+# a rate is better or worse only between runs that did the same work: the totals it divides
+SAME_WORK: dict[str, tuple[str, ...]] = {
+    "achieved_tflops": ("hardware_flops",), "mfu_estimated_percent": ("hardware_flops",),
+    "hfu_estimated_percent": ("hardware_flops",), "mfu_percent": ("hardware_flops",),
+    "hbm_read_bandwidth_gbps": ("hbm_read_bytes",), "hbm_write_bandwidth_gbps": ("hbm_write_bytes",),
+    "hbm_bandwidth_gbps": ("hbm_read_bytes", "hbm_write_bytes"),
+    "mbu_estimated_percent": ("hbm_read_bytes", "hbm_write_bytes"),
+}
+SAME_WORK_TOLERANCE = 0.05  # totals within 5% count as the same work
+SAME_TIME_TOLERANCE = 0.01  # windows within 1% count as the same length
+WORK_WORDS = {"hardware_flops": "FLOPs", "hbm_read_bytes": "HBM bytes read", "hbm_write_bytes": "HBM bytes written"}
+
+
+def _window_share(name: str) -> bool:
+    """Metrics that are a share of the run's own window (active time / total time): a shorter run
+    with the same busy time reads higher without being any better."""
+    return name.endswith("_active_time_percent") or name == "throttled_time_percent"
+
+
+def judge(name: str, sa: Summary, sb: Summary) -> tuple[str, str]:
+    """("a" | "b" | "", why) for one metric: which run is better by it, reasoned about what it divides."""
+    spec = next(s for s in METRICS if s.name == name)
+    a, b = sa.metrics.get(name), sb.metrics.get(name)
+    if a is None or b is None:
+        return "", "unavailable in one of the traces"
+    if spec.higher_is_better is None:
+        return "", "neither higher nor lower is better by itself"
+    if _window_share(name):
+        ta, tb = sa.metrics.get("total_time_ns") or 0, sb.metrics.get("total_time_ns") or 0
+        if ta and abs(tb / ta - 1) > SAME_TIME_TOLERANCE:
+            return "", (f"a share of each run's own time, and B's run is {tb / ta:.3g}x A's: compare the active "
+                        "time (ns) instead")
+    work = SAME_WORK.get(name)
+    if work:
+        wa = sum(sa.metrics.get(w) or 0 for w in work)
+        wb = sum(sb.metrics.get(w) or 0 for w in work)
+        if wa and abs(wb / wa - 1) > SAME_WORK_TOLERANCE:
+            what = " and ".join(WORK_WORDS[w] for w in work) if len(work) == 1 else "HBM bytes"
+            return "", f"B did {wb / wa:.3g}x A's {what}: a rate over different work is not better or worse"
+    if float(b) == float(a):
+        return "", "equal"
+    higher = "higher" if spec.higher_is_better else "lower"
+    extra = " at the same work" if work else ""
+    return ("b" if (float(b) > float(a)) == spec.higher_is_better else "a"), f"{higher} is better{extra}"
+
+
 def metric_deltas(sa: Summary, sb: Summary) -> pd.DataFrame:
     rows = []
     for spec in METRICS:
         a, b = sa.metrics.get(spec.name), sb.metrics.get(spec.name)
         delta = ratio = np.nan
-        better = ""
         if a is not None and b is not None:
             delta = float(b) - float(a)
             ratio = float(b) / float(a) if a else np.nan
-            if spec.higher_is_better is not None and delta != 0:
-                better = "b" if (delta > 0) == spec.higher_is_better else "a"
-        rows.append((spec.name, spec.unit, spec.group, a, b, delta, ratio, better))
-    return pd.DataFrame.from_records(rows, columns=["metric", "unit", "group", "a", "b", "delta", "ratio", "better"])
+        better, why = judge(spec.name, sa, sb)
+        rows.append((spec.name, spec.unit, spec.group, a, b, delta, ratio, better, why))
+    return pd.DataFrame.from_records(rows, columns=["metric", "unit", "group", "a", "b", "delta", "ratio", "better",
+                                                    "why"])
 
 
 def engine_deltas(sa: Summary, sb: Summary) -> pd.DataFrame:
@@ -145,9 +194,21 @@ def op_deltas(ka: pd.DataFrame, kb: pd.DataFrame) -> pd.DataFrame:
     out["delta_ns"] = out["b_dur_ns"] - out["a_dur_ns"]
     out["ratio"] = _ratio(out["a_dur_ns"], out["b_dur_ns"])
     out["status"] = m["_merge"].map({"both": "matched", "left_only": "only_a", "right_only": "only_b"}).astype(str)
-    order = {"model": 0, "layer": 1, "op": 2}
-    out["_o"] = out["level"].map(order).fillna(3)
-    return out.sort_values(["_o", "key"], kind="stable").drop(columns="_o").reset_index(drop=True)
+    return by_change(out, "key", "a_dur_ns", "b_dur_ns")
+
+
+def natural_key(text: str) -> tuple:
+    """"layer 10" after "layer 2": digit runs compare as numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", str(text)) if p)
+
+
+def by_change(frame: pd.DataFrame, key: str, a: str, b: str) -> pd.DataFrame:
+    """Rows by absolute change |B - A| (a row in one trace only changes by its whole time), largest
+    first, then in natural order of `key`."""
+    change = (frame[b].fillna(0) - frame[a].fillna(0)).abs().to_numpy(np.float64)
+    names = frame[key].map(natural_key)
+    order = sorted(range(len(frame)), key=lambda i: (-change[i], names.iloc[i]))
+    return frame.iloc[order].reset_index(drop=True)
 
 
 def _kernel_groups(h: Hierarchy, keys: pd.DataFrame, scope: Scope | None = None) -> pd.DataFrame:
@@ -181,7 +242,8 @@ def kernel_deltas(ga: pd.DataFrame, gb: pd.DataFrame) -> pd.DataFrame:
     out["ratio"] = _ratio(out["a_time_ns"], out["b_time_ns"])
     out["a_max_ns"], out["b_max_ns"] = m["max_ns_a"], m["max_ns_b"]
     out["status"] = m["_merge"].map({"both": "matched", "left_only": "only_a", "right_only": "only_b"}).astype(str)
-    return out.sort_values(["op_key", "name"], kind="stable").reset_index(drop=True)
+    out["_key"] = out["op_key"].astype(str) + " / " + out["name"].astype(str)
+    return by_change(out, "_key", "a_time_ns", "b_time_ns").drop(columns="_key")
 
 
 def diff(a: Trace, b: Trace, *, scope: Scope | None = None, summary_a: Summary | None = None,
