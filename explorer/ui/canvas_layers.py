@@ -182,6 +182,8 @@ class RowsLayer(Layer):
                 if lane.count:
                     codes = colours.codes[lane.events.name]
                     code[i] = codes[lane.lo + np.clip(last[i], 0, lane.count - 1)]
+            if P.COVERAGE_GAMMA != 1.0:
+                frac = frac ** P.COVERAGE_GAMMA
             rgb = bg + (pal[code] - bg) * frac[:, :, None].astype(np.float32)
             buf[:len(lanes)] = P.pack_rgb32(rgb)
         img = QImage(buf.data, tw, len(buf), tw * 4, QImage.Format_RGB32)

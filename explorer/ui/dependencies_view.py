@@ -99,6 +99,7 @@ class QtDependencies(QWidget):
         self.pred_label = QLabel("waits for")
         self.succ_label = QLabel("unblocks")
         self.chain_label = QLabel("wait chain (newest first)")
+        self.chain_label.setWordWrap(True)  # (a long count must not widen the whole window)
         self.more_button = QPushButton("Show more")
         self.more_button.setObjectName("dependencies-chain-more")
         self.more_button.setToolTip("Follow the chain back past the next wait on another engine or queue.")

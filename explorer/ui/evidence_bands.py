@@ -96,7 +96,7 @@ class QtEvidenceBands(QWidget):
         p = QPainter(self)
         p.setClipRect(QRectF(GUTTER, 0, width, self.height()))
         faint = QColor(self.colour)
-        faint.setAlpha(38)
+        faint.setAlpha(26)
         for a, z in pixel_runs(x0, x1, width):
             p.fillRect(QRectF(GUTTER + a, 0, z - a, self.height()), faint)
         strong = QColor(self.colour)

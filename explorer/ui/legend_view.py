@@ -7,13 +7,14 @@ from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from explorer.model.units import format_ns
+from explorer.ui.frame_table import natural_key
 from explorer.ui.palette import category_colours
 
 MAX_ITEMS = 500
 
 
 class QtLegend(QWidget):
-    """Categories of the current colouring, ranked by total time; click one to search it."""
+    """Categories of the current colouring (layers and ops in order, others by total time); click one to search it."""
 
     category_clicked = Signal(str)
 
@@ -38,7 +39,11 @@ class QtLegend(QWidget):
         total = index.category_time(mode)
         grand = float(total.sum()) or 1.0
         self.heading.setText(f"Colour by {mode}: {len(cc.names)} categories")
-        for i in sorted(range(len(cc.names)), key=lambda i: -total[i])[:MAX_ITEMS]:
+        if mode in ("layer", "op"):  # layer 0, 1, 2, ... 31 (by time they would read 31, 6, 5, ...)
+            order = sorted(range(len(cc.names)), key=lambda i: natural_key(cc.names[i]))
+        else:  # opcodes and kernels: where the time went first
+            order = sorted(range(len(cc.names)), key=lambda i: -total[i])
+        for i in order[:MAX_ITEMS]:
             pm = QPixmap(12, 12)
             pm.fill(QColor(colours[i]))
             item = QListWidgetItem(QIcon(pm), f"{cc.names[i]}   {format_ns(total[i])} ({100 * total[i] / grand:.1f}%)")

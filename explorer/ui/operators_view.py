@@ -43,12 +43,39 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 COLUMN_KEYS = tuple(k for k, _ in COLUMNS)
 TEXT_COLUMNS = {"name", "level", "bound", "dtype", "where"}
 PERCENT_COLUMNS = {"mfu_percent", "mfu_bf16_percent", "mbu_percent", "roofline_percent"}
-BOUND_COLOURS = {
-    "compute": QColor("#61afef"), "hbm": QColor("#e5c07b"), "dma_latency": QColor("#e06c75"),
-    "collective": QColor("#c678dd"), "unknown": QColor("#7f848e"),
+# per theme: the dark theme's pastel text is unreadable on white, the light theme's dark on black
+_BOUND_COLOURS = {
+    "dark": {"compute": "#61afef", "hbm": "#e5c07b", "dma_latency": "#e06c75", "collective": "#c678dd",
+             "unknown": "#7f848e"},
+    "light": {"compute": "#1f5fbf", "hbm": "#9a6700", "dma_latency": "#c0392b", "collective": "#8250df",
+              "unknown": "#57606a"},
 }
-LEVEL_COLOURS = {"model": QColor("#e6e6e6"), "layer": QColor("#d7dae0"), "op": QColor("#c8ccd4"),
-                 "kernel": QColor("#98c379"), "instruction": QColor("#abb2bf")}
+_LEVEL_COLOURS = {
+    "dark": {"model": "#e6e6e6", "layer": "#d7dae0", "op": "#c8ccd4", "kernel": "#98c379", "instruction": "#abb2bf"},
+    "light": {"model": "#1f2328", "layer": "#24292f", "op": "#32383f", "kernel": "#1a7f37", "instruction": "#57606a"},
+}
+
+
+class _ThemeColours:
+    """name -> QColor in the current theme's colours (explorer.ui.themes), looked up at paint time."""
+
+    def __init__(self, table: dict[str, dict[str, str]]) -> None:
+        self.table = {theme: {k: QColor(v) for k, v in colours.items()} for theme, colours in table.items()}
+
+    def _now(self) -> dict[str, QColor]:
+        from explorer.ui.themes import current_theme
+
+        return self.table.get(current_theme(), self.table["dark"])
+
+    def get(self, key: str, default: QColor | None = None) -> QColor | None:
+        return self._now().get(key, default)
+
+    def __getitem__(self, key: str) -> QColor:
+        return self._now()[key]
+
+
+BOUND_COLOURS = _ThemeColours(_BOUND_COLOURS)
+LEVEL_COLOURS = _ThemeColours(_LEVEL_COLOURS)
 _ROW_FLAGS = Qt.ItemIsEnabled | Qt.ItemIsSelectable
 
 

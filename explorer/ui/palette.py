@@ -19,6 +19,7 @@ ACCENT = QColor("#4fa3ff")
 SELECTED = QColor("#ffffff")
 AREA = QColor(79, 163, 255, 48)
 WAIT = QColor("#e06c75")
+COVERAGE_GAMMA = 1.0  # lanes draw colour x coverage**gamma: the light theme lifts part-busy pixels off white
 
 # Tableau-like colours tuned for a dark background: categories get them in order of
 # first appearance; beyond the list a stable hash of the name picks the hue.

@@ -36,6 +36,8 @@ class QtRecommendations(QWidget):
         self.list.setObjectName("recommendations-list")
         self.list.setWordWrap(True)
         self.list.currentRowChanged.connect(self._show)
+        self.list.itemClicked.connect(lambda _item: self._emit_evidence())  # (the first row is current already)
+        self._filling = False  # the list is being filled: no evidence drawn until a recommendation is chosen
         self.text = QTextBrowser()
         self.text.setObjectName("recommendations-text")
         self.text.setOpenLinks(False)
@@ -45,9 +47,10 @@ class QtRecommendations(QWidget):
         self.links.itemClicked.connect(self._link_clicked)
         self.links.itemActivated.connect(self._link_clicked)
         self.links_label = QLabel("Where in the trace (click to go there)")
-        self.show_evidence = QCheckBox("Show the evidence on the timeline (warning bands)")
+        self.show_evidence = QCheckBox("Evidence on the timeline")
         self.show_evidence.setObjectName("recommendations-show-evidence")
         self.show_evidence.setChecked(True)
+        self.show_evidence.setToolTip("Draw the chosen recommendation's evidence as warning bands on the timeline.")
         self.show_evidence.toggled.connect(lambda _on: self._emit_evidence())
         lower = QWidget()
         ll = QVBoxLayout(lower)
@@ -78,13 +81,16 @@ class QtRecommendations(QWidget):
         if not recs:
             self.status.setText("No rule fired: nothing explains 5% or more of the time it is measured against.")
             return
-        self.status.setText(f"{len(recs)} recommendations, biggest impact first.")
+        self.status.setText(f"{len(recs)} recommendations, the most critical-path time first; choose one to see "
+                            "its evidence on the timeline.")
+        self._filling = True
         for r in recs:
             item = QListWidgetItem(f"{r.title}\n    {format_ns(r.impact_ns)} on the critical path "
                                    f"({r.impact_percent:.1f}% of the trace) \u2014 {r.rule}")
             item.setToolTip(r.advice)
             self.list.addItem(item)
         self.list.setCurrentRow(0)
+        self._filling = False
 
     def set_busy(self, busy: bool) -> None:
         if busy:
@@ -117,6 +123,8 @@ class QtRecommendations(QWidget):
         return self.recommendations[row] if 0 <= row < len(self.recommendations) else None
 
     def _emit_evidence(self) -> None:
+        if self._filling:
+            return
         self.evidence_changed.emit(self.current() if self.show_evidence.isChecked() else None)
 
     def _link_clicked(self, item: QListWidgetItem) -> None:

@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QTextBrowser, QVBoxLayout, QWidget
 from explorer.model.scope import Scope
 from explorer.model.timeline.selection import SelectionSummary, summarize_area
 from explorer.model.timeline.trace_index import TraceIndex
-from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+from explorer.model.analysis.metrics import format_metric
+from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 
 MAX_OPCODES = 25
 
@@ -62,7 +63,7 @@ def _render(index: TraceIndex, s: SelectionSummary) -> str:
         name = f"{t.name} (c{t.chip}" + (f".{t.core})" if t.core >= 0 else ")")
         out.append(_row(html.escape(name), format_ns(busy), f"{s.busy_percent[tid]:.1f}%"))
     out.append("</table>")
-    out.append(f"<h4>Instructions: {s.instructions:,} ({format_count(s.flops)}FLOP)</h4>")
+    out.append(f"<h4>Instructions: {s.instructions:,} ({format_metric(s.flops, 'FLOP')})</h4>")
     if s.opcode_counts:
         out.append("<table width='100%' cellspacing='0' cellpadding='2'>" + _row("opcode", "count", head=True))
         for op, n in list(s.opcode_counts.items())[:MAX_OPCODES]:

@@ -3,8 +3,11 @@
 Three columns over the same `METRICS` rows: the whole trace (`summarize(trace)`),
 one chip (`summarize_per_chip`, chosen in a combo box) and the current selection
 (`summarize(trace, time_range=..., track_ids=...)` for an area selection, else for
-the visible range). Values are `format_metric`'s text, the CLI's; each metric's
-tooltip is its definition from `METRICS`, an unavailable value's says why.
+the visible range). Metrics read by their display names (`metrics.label`), values
+are `format_metric`'s text with units, the CLI's; each metric's tooltip gives its
+Neuron-style name (the key of `trnx summary --json`) and definition, an unavailable
+value's says why. The name column keeps a fixed width; the chip and selection columns
+fold away (the "chip" and "selection" buttons) so the panel reads at a dock's width.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from __future__ import annotations
 from PySide6.QtCore import QTimer, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
+    QComboBox, QHBoxLayout, QHeaderView, QLabel, QToolButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget,
 )
 
-from explorer.model.analysis.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric
+from explorer.model.analysis.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric, label, tooltip
 from explorer.model.scope import Scope
 from explorer.model.timeline.selection import covers_trace, is_area, selection_scope
 from explorer.model.analysis.summary import Summary, summarize
@@ -23,10 +26,16 @@ from explorer.model.units import format_ns
 from explorer.ui.analysis_session import Latest, TraceAnalysis
 
 COLUMNS = ("trace", "chip", "selection")
-HEADLINE = (("total_time_ns", "time"), ("mfu_estimated_percent", "MFU"), ("mbu_estimated_percent", "MBU"),
+HEADLINE = (("total_time_ns", "time"), ("mfu_percent", "MFU"), ("mfu_estimated_percent", "MFU bf16"),
+            ("mbu_estimated_percent", "MBU"),
             ("achieved_tflops", "achieved"), ("hbm_bandwidth_gbps", "HBM"),
             ("tensor_engine_active_time_percent", "tensor engine active"))
 SELECTION_DEBOUNCE_MS = 300
+NAME_MAX_WIDTH = 210  # px: the name column fits the longest display name, up to this
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 class QtSummary(QWidget):
@@ -70,14 +79,16 @@ class QtSummary(QWidget):
         self.tree.setRootIsDecorated(True)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
-        # the values keep their width; the metric names take what is left (elided in the middle,
-        # the full name and definition are in the tooltip) so the panel reads at a dock's width
-        self.tree.setTextElideMode(Qt.ElideMiddle)
-        self.tree.header().setStretchLastSection(False)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.Stretch)
-        self.tree.header().setMinimumSectionSize(60)
+        # the display names keep a fixed column; the values take their own width after it
+        self.tree.setTextElideMode(Qt.ElideRight)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.Interactive)
+        longest = max(self.tree.fontMetrics().horizontalAdvance(label(m.name)) for m in METRICS)
+        header.resizeSection(0, min(longest + 2 * self.tree.indentation() + 12, NAME_MAX_WIDTH))
+        header.setMinimumSectionSize(60)
         for c in (1, 2, 3):
-            self.tree.header().setSectionResizeMode(c, QHeaderView.ResizeToContents)
+            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
         self._build_rows()
 
         top = QHBoxLayout()
@@ -85,6 +96,17 @@ class QtSummary(QWidget):
         top.addWidget(self.chip_label)
         top.addWidget(self.chip_combo)
         top.addStretch(1)
+        self.column_buttons: dict[str, QToolButton] = {}
+        for name, col in (("chip", 2), ("selection", 3)):
+            b = QToolButton()
+            b.setText(name)
+            b.setObjectName(f"summary-show-{name}")
+            b.setCheckable(True)
+            b.setChecked(True)
+            b.setToolTip(f"Show or fold the {name} column.")
+            b.toggled.connect(lambda on, c=col: self._column_toggled(c, on))
+            top.addWidget(b)
+            self.column_buttons[name] = b
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addWidget(self.headline)
@@ -102,8 +124,9 @@ class QtSummary(QWidget):
             g.setFont(0, bold)
             g.setFirstColumnSpanned(True)
             for spec in (s for s in METRICS if s.group == group):
-                item = QTreeWidgetItem(g, [spec.name, "", "", ""])
-                tip = f"{spec.name} ({spec.unit})\n{spec.doc}"
+                item = QTreeWidgetItem(g, [label(spec.name), "", "", ""])
+                item.setData(0, Qt.UserRole, spec.name)
+                tip = tooltip(spec)
                 item.setToolTip(0, tip)
                 for c in (1, 2, 3):
                     item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
@@ -129,13 +152,20 @@ class QtSummary(QWidget):
         self.chip_combo.blockSignals(False)
         # one chip: its column would repeat the whole trace's, leave the room to the metric names
         single = analysis is None or len(analysis.per_chip) <= 1
-        self.tree.setColumnHidden(2, single)
+        self.multi_chip = not single
+        self.tree.setColumnHidden(2, single or not self.column_buttons["chip"].isChecked())
         self.chip_combo.setVisible(not single)
         self.chip_label.setVisible(not single)
+        self.column_buttons["chip"].setVisible(not single)
         self._fill("trace")
         self._fill("chip")
         self._headline()
         self._schedule()
+
+    def _column_toggled(self, column: int, on: bool) -> None:
+        if column == 2 and not getattr(self, "multi_chip", False):
+            return  # one chip: its column would repeat the whole trace's
+        self.tree.setColumnHidden(column, not on)
 
     def set_busy(self, busy: bool) -> None:
         if busy:
@@ -203,18 +233,19 @@ class QtSummary(QWidget):
                 continue
             item.setText(c, format_metric(s.metrics.get(name), spec.unit))
             why = s.unavailable.get(name)
-            item.setToolTip(c, f"{name} ({spec.unit})\n{spec.doc}" + (f"\nn/a: {why}" if why else ""))
+            item.setToolTip(c, tooltip(spec) + (f"\nn/a: {why}" if why else ""))
 
     def _headline(self) -> None:
         s = self.summaries["trace"]
         if s is None:
             self.headline.setText("Open a trace to see its summary.")
             return
-        parts = [f"{label} <b>{format_metric(s.metrics.get(n), METRIC_BY_NAME[n].unit)}</b>" for n, label in HEADLINE]
+        parts = [f"{word} <b>{format_metric(s.metrics.get(n), METRIC_BY_NAME[n].unit)}</b>" for n, word in HEADLINE]
         scope = s.scope
+        cores, chips = int(scope.get("cores", 0)), int(scope.get("chips_with_work", 0))
         self.headline.setText(
-            " \u00b7 ".join(parts) + f"<br>{scope.get('cores', '?')} cores on {scope.get('chips_with_work', '?')} "
-            "chips did work; hover a metric for its definition.")
+            " \u00b7 ".join(parts) + f"<br>{plural(cores, 'core')} on {plural(chips, 'chip')} did work; "
+            "hover a metric for its definition.")
 
     def value_text(self, metric: str, column: str = "trace") -> str:
         """The text shown for a metric in a column ("trace", "chip" or "selection")."""

@@ -36,6 +36,7 @@ class Theme:
     timeline: dict[str, QColor] = field(default_factory=dict)
     plot_background: str = "#1b1d23"
     plot_foreground: str = "#d8dbe2"
+    coverage_gamma: float = 1.0  # part-busy pixels: colour x coverage**gamma over the background
 
 
 THEMES: dict[str, Theme] = {
@@ -54,7 +55,7 @@ THEMES: dict[str, Theme] = {
                   "GUTTER_BG": QColor("#f0f2f5"), "GRID": QColor("#d6dae1"), "TEXT": QColor("#1f2328"),
                   "TEXT_DIM": QColor("#5f6673"), "ACCENT": QColor("#1f6feb"), "SELECTED": QColor("#000000"),
                   "AREA": QColor(31, 111, 235, 40), "WAIT": QColor("#d1242f")},
-        plot_background="#ffffff", plot_foreground="#1f2328"),
+        plot_background="#ffffff", plot_foreground="#1f2328", coverage_gamma=0.45),
 }
 
 _current = DEFAULT_THEME
@@ -108,6 +109,7 @@ def apply_theme(name: str, app: QApplication | None = None) -> Theme:
     _current = name
     for key, colour in theme.timeline.items():
         setattr(P, key, QColor(colour))
+    P.COVERAGE_GAMMA = theme.coverage_gamma
     pg.setConfigOptions(background=theme.plot_background, foreground=theme.plot_foreground)
     if app is not None:
         app.setStyle("Fusion")

@@ -5,14 +5,26 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
     QAbstractItemView, QHBoxLayout, QHeaderView, QTableWidget, QTableWidgetItem, QWidget,
 )
 
 from explorer.model.timeline.utilisation import Utilisation
-from explorer.ui.palette import BASE
-
 N_BINS = 120
+# one hue per engine, far apart (TensorMatrix and the DMA queues used to be two oranges)
+ENGINE_COLOURS = {"Tensor": "#4e9be6", "TensorMatrix": "#f28e2b", "Vector": "#59a14f", "Scalar": "#e15759",
+                  "GpSimd": "#b07aa1", "Sync": "#9c755f", "DMA": "#17becf"}
+SPARE = ("#edc948", "#ff9da7", "#76b7b2", "#bab0ac")
+
+
+def engine_colours(engines: list[str]) -> dict[str, str]:
+    """A distinct colour per engine curve (known engines by name, others from SPARE)."""
+    out, spare = {}, iter(SPARE * 4)
+    for name in engines:
+        known = ENGINE_COLOURS.get(name) or next((c for k, c in ENGINE_COLOURS.items() if name.startswith(k)), None)
+        out[name] = known or next(spare)
+    return out
 
 
 class QtUtilisation(QWidget):
@@ -36,7 +48,6 @@ class QtUtilisation(QWidget):
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.hideButtons()
         self.plot.showGrid(x=True, y=True, alpha=0.15)
-        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextSize="8pt", brush=pg.mkBrush(27, 29, 35, 200))
         self.table = QTableWidget(0, 2)
         self.table.setObjectName("utilisation-table")
         self.table.setHorizontalHeaderLabels(["engine", "active in view"])
@@ -49,6 +60,7 @@ class QtUtilisation(QWidget):
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.table)
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self.colours: dict[str, str] = {}
         self.totals: dict[str, float] = {}
         self._timer = QTimer(self, singleShot=True, interval=60)
         self._timer.timeout.connect(self.refresh)
@@ -57,14 +69,13 @@ class QtUtilisation(QWidget):
         self.model = model
         self.origin = origin
         self.plot.clear()
-        self.legend.clear()
         self.curves = {}
         if model is None:
             self.table.setRowCount(0)
             return
-        for i, name in enumerate(model.engines):
-            pen = pg.mkPen(BASE[i % len(BASE)], width=1.5)
-            self.curves[name] = self.plot.plot([], [], pen=pen, name=name)
+        self.colours = engine_colours(model.engines)
+        for name in model.engines:
+            self.curves[name] = self.plot.plot([], [], pen=pg.mkPen(self.colours[name], width=1.5), name=name)
 
     def set_range(self, t0: float, t1: float) -> None:
         """The timeline's visible range changed: refresh soon (debounced)."""
@@ -82,6 +93,11 @@ class QtUtilisation(QWidget):
         self.plot.setXRange(float((t0 - self.origin) * 1e-9), float((t1 - self.origin) * 1e-9), padding=0)
         self.totals = self.model.totals(int(t0), int(np.ceil(t1)))
         self.table.setRowCount(len(self.totals))
-        for i, (name, pct) in enumerate(self.totals.items()):
-            self.table.setItem(i, 0, QTableWidgetItem(name))
+        for i, (name, pct) in enumerate(self.totals.items()):  # the table is the curves' legend
+            item = QTableWidgetItem(name)
+            if name in self.colours:
+                swatch = QPixmap(12, 12)
+                swatch.fill(QColor(self.colours[name]))
+                item.setIcon(QIcon(swatch))
+            self.table.setItem(i, 0, item)
             self.table.setItem(i, 1, QTableWidgetItem(f"{pct:.1f}%"))

@@ -6,16 +6,18 @@
 - View > Theme > Dark / Light, remembered in the settings.
 - Help > Keyboard shortcuts (F1) and About.
 - Window geometry and dock layout saved on close and restored on the next start.
+- Dock tabs show their whole titles ("Recommendations", not "Recommendati..."), with scroll
+  arrows when a dock area holds more tabs than fit.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QWidget
+from PySide6.QtWidgets import QMainWindow, QMenu, QMessageBox, QTabBar, QWidget
 
 from explorer.ui.settings import THEME, WindowPersistence
 from explorer.ui.themes import DEFAULT_THEME, THEMES, apply_theme
@@ -153,6 +155,8 @@ class WindowExtras(QObject):
 
     # -- closing -------------------------------------------------------------------------
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
+        if obj is self.window and event.type() == QEvent.ChildPolished and isinstance(event.child(), QTabBar):
+            whole_titles(event.child())  # a tab bar Qt made for tabbed docks
         if obj is self.window and event.type() == QEvent.Close:
             dialog = self.capture_dialog
             if dialog is not None and dialog.running:  # do not leave a half-written trace or a live thread
@@ -161,5 +165,14 @@ class WindowExtras(QObject):
         return False
 
 
+def whole_titles(bar: QTabBar) -> None:
+    """Dock tabs with their whole titles, scrolling when they do not fit (Qt elides them by default)."""
+    bar.setElideMode(Qt.ElideNone)
+    bar.setUsesScrollButtons(True)
+
+
 def install(window: QMainWindow) -> WindowExtras:
-    return WindowExtras(window)
+    extras = WindowExtras(window)
+    for bar in window.findChildren(QTabBar):
+        whole_titles(bar)
+    return extras

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QWidget
 
@@ -90,6 +90,7 @@ def test_the_shown_recommendations_evidence_is_drawn_as_warning_bands_and_can_be
     panel = p.recommendations
     window.panels["Recommendations"].raise_()
     qtbot.waitUntil(panel.list.isVisible)
+    assert not p.bands[0].isVisible()  # nothing is drawn until a recommendation is chosen
     click_item(panel.list, [r.rule for r in panel.recommendations].index("small_dma_transfers"))
     rec = panel.current()
     assert len(rec.bands) == 10 and set(rec.bands.track_id.tolist()) == {2}  # the 10 small transfers on qSyncIO0
@@ -106,9 +107,11 @@ def test_the_shown_recommendations_evidence_is_drawn_as_warning_bands_and_can_be
     other = canvas.geom_for_track(1)  # another row at the same time: the faint full-height band
     faint = image.pixelColor(int(canvas.x_of(10_500)), other.y + 1)
     assert faint.name() != image.pixelColor(int(canvas.x_of(9_300)), other.y + 1).name()
-    QTest.mouseClick(panel.show_evidence, Qt.LeftButton)  # off
-    assert not panel.show_evidence.isChecked() and not bands.isVisible()
-    QTest.mouseClick(panel.show_evidence, Qt.LeftButton)
+    box = panel.show_evidence
+    on_box = QPoint(8, box.height() // 2)  # the tick box itself
+    QTest.mouseClick(box, Qt.LeftButton, Qt.NoModifier, on_box)  # off
+    assert not box.isChecked() and not bands.isVisible()
+    QTest.mouseClick(box, Qt.LeftButton, Qt.NoModifier, on_box)
     assert bands.isVisible()
     click_item(panel.list, [r.rule for r in panel.recommendations].index("collective_straggler"))
     assert bands.bands is panel.current().bands and bands.bands.track_id.tolist() == [5]  # chip 1 came last once

@@ -89,6 +89,43 @@ METRICS: tuple[MetricSpec, ...] = (
     _m("throttling_percent", "%", "power", "Time-weighted mean of how far the Throttling counter held the tensor engine below its full rate: 100 - the allowed rate (0 = never throttled), as Neuron Explorer shows throttling.", False),
 )
 
+# what a person reads in the Summary panel; the Neuron-style names stay the keys of `--json`
+_ENGINE_WORDS = {"tensor": "Tensor", "vector": "Vector", "scalar": "Scalar", "gpsimd": "GpSimd", "sync": "Sync"}
+LABELS: dict[str, str] = {
+    "total_time_ns": "Total time", "core_count": "Cores with work", "chip_count": "Chips with work",
+    "kernel_count": "Kernels", "total_active_time_ns": "Active time (all cores)",
+    "total_active_time_percent": "Cores active", "hardware_flops": "Hardware FLOPs", "model_flops": "Model FLOPs",
+    "transpose_flops": "Transpose FLOPs", "hardware_flops_bf16": "FLOPs as BF16", "achieved_tflops": "Achieved",
+    "peak_bf16_tflops": "BF16 peak", "mfu_estimated_percent": "MFU bf16",
+    "mfu_percent": "MFU", "hfu_estimated_percent": "HFU bf16",
+    "mm_arithmetic_intensity": "Arithmetic intensity", "peak_flops_bandwidth_ratio": "Ridge point (BF16)",
+    "hbm_read_bytes": "HBM read", "hbm_write_bytes": "HBM written", "hbm_read_bandwidth_gbps": "HBM read rate",
+    "hbm_write_bandwidth_gbps": "HBM write rate", "hbm_bandwidth_gbps": "HBM rate", "mbu_estimated_percent": "MBU",
+    "instruction_count": "Instructions",
+    **{f"{e}_engine_instruction_count": f"{w} instructions" for e, w in _ENGINE_WORDS.items()},
+    **{f"{e}_engine_active_time_ns": f"{w} active time" for e, w in _ENGINE_WORDS.items()},
+    **{f"{e}_engine_active_time_percent": f"{w} active" for e, w in _ENGINE_WORDS.items()},
+    "dma_active_time_ns": "DMA active time", "dma_active_time_percent": "DMA active",
+    "dma_transfer_count": "DMA transfers", "dma_transfer_total_bytes": "DMA bytes",
+    "dma_transfer_average_bytes": "DMA bytes per transfer", "dma_small_transfer_count": "Small transfers",
+    "dma_small_transfer_percent": "Small transfers share", "cc_op_count": "Collective rank-rows",
+    "cc_op_active_time_ns": "Collective time", "cc_op_active_time_percent": "Collectives active",
+    "collective_wait_ns": "Collective wait", "collective_transfer_ns": "Collective transfer",
+    "throttled_time_ns": "Throttled time", "throttled_time_percent": "Throttled share",
+    "average_utilization_limit_percent": "Tensor rate allowed (mean)", "throttling_percent": "Throttling",
+}
+
+
+def label(name: str) -> str:
+    """A metric's display name (the Neuron-style name where none is set)."""
+    return LABELS.get(name, name)
+
+
+def tooltip(spec: MetricSpec) -> str:
+    """What hovering a metric says: its Neuron-style name and unit, and its definition."""
+    return f"{spec.name} ({spec.unit})\n{spec.doc}"
+
+
 METRIC_BY_NAME: dict[str, MetricSpec] = {m.name: m for m in METRICS}
 METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in METRICS)
 GROUPS: tuple[str, ...] = tuple(dict.fromkeys(m.group for m in METRICS))
@@ -118,16 +155,33 @@ def format_metric(value: Any, unit: str) -> str:
     if unit == "GB/s":
         return format_rate_gbps(value)
     if unit == "%":
-        return f"{value:.4g} %"
+        return f"{plain(value)} %"
     if unit == "FLOP":
         return f"{format_count(value)}FLOP" if abs(value) >= 1000 else f"{value:.0f} FLOP"
     if unit == "TFLOPS":
-        return f"{value:.4g} TFLOPS"
+        return f"{plain(value)} TFLOPS"
     if unit == "FLOP/byte":
-        return f"{value:.4g} FLOP/B"
+        return f"{plain(value)} FLOP/B"
     if unit == "tokens/s":
-        return f"{value:,.1f} tokens/s" if abs(value) >= 1000 else f"{value:.4g} tokens/s"
-    return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
+        return f"{value:,.1f} tokens/s" if abs(value) >= 1000 else f"{plain(value)} tokens/s"
+    return f"{value:,}" if isinstance(value, int) else plain(value)
+
+
+def plain(value: float, digits: int = 4) -> str:
+    """`digits` significant digits (at most 6 decimals), never in scientific notation: 10,070 (not
+    1.007e+04), 0.000008 (not 8e-06); what rounds to 0 at 6 decimals reads "< 0.000001"."""
+    a = abs(value)
+    if a == 0:
+        return "0"
+    if a >= 1000:
+        return f"{value:,.0f}"
+    if a >= 1:
+        return f"{value:.{digits}g}"
+    decimals = min(digits - 1 - math.floor(math.log10(a)), 6)
+    text = f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+    if text in ("0", "-0"):
+        return "< 0.000001" if value > 0 else "> -0.000001"
+    return text
 
 
 def format_quantity(value: float, unit: str) -> str:
