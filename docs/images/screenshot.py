@@ -1,67 +1,89 @@
-"""Regenerate docs/images/explorer-timeline.png: the window on the README's sample trace.
+"""Regenerate the explorer's pictures in docs/images, in both themes, at 1920x1080.
 
-    .venv/bin/python docs/images/screenshot.py [TRACE] [-o PNG]
+    .venv/bin/python docs/images/screenshot.py [--theme dark|light|both] [-o DIR]
 
-Opens the explorer offscreen at 1920x1080, waits for the trace and its analyses, finds the
-first MultiplyMoving instruction after mid-trace with the search bar, shows the 300 us around
-it with its details and dependencies, and saves the window. Rerun it whenever the window or
-the simulator changes what the picture shows.
+- explorer-timeline-{theme}.png (the README's picture): the Llama 3.1 8B decode sample, the
+  first MultiplyMoving after mid-trace found with the search bar, the 300 us around it, its
+  details and the wait chain that led to it, and the first recommendation's evidence bands.
+- explorer-multichip-{theme}.png: `trnx view sample_traces/llama3.1-70b-tp16-straggler.trnx
+  --theme THEME --screenshot PNG --smoke-test`, exactly (the first screen of a 16-chip trace).
+
+Both go through `explorer.ui.screenshot` (the window at 1920x1080 once the analysis panels
+are filled), the code behind `trnx view --screenshot`. Rerun it whenever the window or the
+samples change what the pictures show, and look at them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "sample_traces"
+
+
+def decode_picture(theme: str, out: Path, query: str = "MultiplyMoving", at: float = 0.5,
+                   width_us: float = 300.0) -> None:
+    """The decode sample with an instruction selected, its details and wait chain."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.ui import ensure_app, open_window
+    from explorer.ui.screenshot import SCREENSHOT_SIZE, save_screenshot, wait_for_analyses
+
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(os.environ.get("TMPDIR", "/tmp")) / "trnx-shot"))
+    app = ensure_app()
+    w = open_window(SAMPLES / "llama3.1-8b-decode.trnx")
+    w.extras.set_theme(theme, save=False)
+    w.resize(*SCREENSHOT_SIZE)
+    w.show()
+    w.wait_loaded()
+    if w.loaded is None:
+        sys.exit("could not open the decode sample")
+    wait_for_analyses(w)
+    recs = w.analysis.recommendations
+    if recs.list.count():
+        recs.list.setCurrentRow(0)
+        recs._emit_evidence()  # as a click on it does: its evidence bands on the timeline
+    w.search.run(query)
+    lo, hi = w.loaded.index.span
+    w.search.current = (int(lo + (hi - lo) * at), -1)  # step on from this point of the trace
+    w.search.step(1)
+    ref = w.timeline.selected
+    if ref is None:
+        sys.exit(f"no event matches {query!r}")
+    s, e = w.loaded.index.interval(ref)
+    half = width_us * 1e3 / 2
+    w.zoom_to((s + e) / 2 - half, (s + e) / 2 + half, w.loaded.index.locate(ref)[0].track.track_id)
+    w.panels["Dependencies"].raise_()
+    for _ in range(200):  # the wait chain comes from the analysis worker
+        app.processEvents()
+        if w.analysis.dependencies.chain is not None:
+            break
+        QApplication.instance().thread().msleep(10)
+    save_screenshot(w, out)
+    w.close()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("trace", nargs="?", type=Path, default=ROOT / "sample_traces" / "llama3.1-8b-decode.trnx")
-    ap.add_argument("-o", "--output", type=Path, default=ROOT / "docs" / "images" / "explorer-timeline.png")
-    ap.add_argument("--query", default="MultiplyMoving", help="search text whose first hit is selected")
-    ap.add_argument("--at", type=float, default=0.5, help="take the first hit after this fraction of the span")
-    ap.add_argument("--width-us", type=float, default=300.0, help="visible time around the hit")
+    ap.add_argument("--theme", choices=["dark", "light", "both"], default="both")
+    ap.add_argument("-o", "--output-dir", type=Path, default=ROOT / "docs" / "images")
     a = ap.parse_args()
-
-    from PySide6.QtCore import QSettings
-
-    from explorer.ui import ensure_app, open_window
-
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(os.environ.get("TMPDIR", "/tmp")) / "trnx-shot"))
-    app = ensure_app()
-    w = open_window(a.trace)
-    w.resize(1920, 1080)
-    w.show()
-    w.wait_loaded()
-    if w.loaded is None:
-        sys.exit(f"could not open {a.trace}")
-    analysed = time.perf_counter() + 30
-    while w.analysis.session.analysis is None and time.perf_counter() < analysed:
-        app.processEvents()
-        time.sleep(0.01)
-    w.search.run(a.query)
-    lo, hi = w.loaded.index.span
-    w.search.current = (int(lo + (hi - lo) * a.at), -1)  # step on from this point of the trace
-    w.search.step(1)
-    ref = w.timeline.selected
-    if ref is None:
-        sys.exit(f"no event matches {a.query!r} in {a.trace}")
-    s, e = w.loaded.index.interval(ref)
-    half = a.width_us * 1e3 / 2
-    w.zoom_to((s + e) / 2 - half, (s + e) / 2 + half, w.loaded.index.locate(ref)[0].track.track_id)
-    for _ in range(30):
-        app.processEvents()
-        time.sleep(0.01)
-    a.output.parent.mkdir(parents=True, exist_ok=True)
-    if not w.grab().save(str(a.output)):
-        sys.exit(f"could not write {a.output}")
-    print(f"wrote {a.output}")
+    themes = ["dark", "light"] if a.theme == "both" else [a.theme]
+    for theme in themes:
+        out = a.output_dir / f"explorer-timeline-{theme}.png"
+        decode_picture(theme, out)
+        print(f"wrote {out}")
+    for theme in themes:  # the CLI itself, one process per picture
+        out = a.output_dir / f"explorer-multichip-{theme}.png"
+        subprocess.run([sys.executable, "-m", "explorer.cli.main", "view",
+                        str(SAMPLES / "llama3.1-70b-tp16-straggler.trnx"), "--theme", theme, "--screenshot", str(out),
+                        "--smoke-test"], check=True)
 
 
 if __name__ == "__main__":

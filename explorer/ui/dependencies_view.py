@@ -242,10 +242,10 @@ class QtDependencies(QWidget):
         n = len(wait.steps)
         hops = wait.cause_hops
         reach = ("back to its start" if not wait.more else
-                 f"back to the first wait on another engine or queue" if hops == 1 else
-                 f"back through {hops} waits on other engines or queues" if hops else f"{n} steps back")
-        self.chain_label.setText(f"wait chain, newest first: {n} {'step' if n == 1 else 'steps'} {reach} "
-                                 "(click: jump, double-click: follow)")
+                 "back to the first wait on another engine or queue" if hops == 1 else
+                 f"back through {hops} waits on other engines or queues" if hops else "back")
+        self.chain_label.setText(f"wait chain, newest first: {n} {'step' if n == 1 else 'steps'} {reach}")
+        self.chain_label.setToolTip("Click a step to jump there, double-click to follow it.")
         self.more_button.setEnabled(wait.more)
         self.title.setText(f"<b>{html.escape(ev.name)}</b> ({node}) on {html.escape(track)} at "
                            f"{format_ns(ev.start_ns)}, {format_ns(ev.dur_ns)}; the listed chain before it spans "

@@ -157,6 +157,10 @@ class QtSummary(QWidget):
         self.chip_combo.setVisible(not single)
         self.chip_label.setVisible(not single)
         self.column_buttons["chip"].setVisible(not single)
+        # several chips: the chip column shows and the selection column starts folded, so the values fit
+        # a dock's width (one click on "selection" unfolds it)
+        self.column_buttons["selection"].setChecked(single)
+        self.tree.setColumnHidden(3, not single)
         self._fill("trace")
         self._fill("chip")
         self._headline()

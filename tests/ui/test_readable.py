@@ -59,9 +59,11 @@ def test_summary_reads_by_display_names_with_neuron_names_in_tooltips(qtbot):
     name_width = panel.tree.header().sectionSize(0)
     assert all(fm.horizontalAdvance(item.text(0)) + 2 * panel.tree.indentation() <= name_width
                for item in panel._items.values())
-    # the chip and selection columns fold away
-    for name, col in (("chip", 2), ("selection", 3)):
-        assert not panel.tree.isColumnHidden(col)
+    # several chips: trace and chip columns at the dock's width, the selection column folded until asked for
+    assert not panel.tree.isColumnHidden(2) and panel.tree.isColumnHidden(3)
+    QTest.mouseClick(panel.column_buttons["selection"], Qt.LeftButton)
+    assert not panel.tree.isColumnHidden(3)
+    for name, col in (("chip", 2), ("selection", 3)):  # both fold away
         QTest.mouseClick(panel.column_buttons[name], Qt.LeftButton)
         assert panel.tree.isColumnHidden(col)
     QTest.mouseClick(panel.column_buttons["chip"], Qt.LeftButton)
