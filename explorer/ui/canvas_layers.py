@@ -25,6 +25,7 @@ import shiboken6
 from PySide6.QtCore import QLineF, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QPolygonF
 
+from explorer.model.timeline.counter_labels import caption as counter_caption
 from explorer.model.timeline.lod import fractions_many, last_started
 from explorer.model.timeline.time_axis import tick_times
 from explorer.model.timeline.track_tree import Row, TrackTree
@@ -432,9 +433,9 @@ class GutterLayer(Layer):
                     series = index.counters.get(node.track.track_id)
                     if series is not None:
                         ref = index.counter_reference(node.track.track_id)
-                        peak = f"peak {format_quantity(series.peak, series.unit or '')}"
-                        if ref:
-                            peak += f" ({100 * series.peak / ref:.0f}% of hw)"
+                        low = float(series.value.min()) if len(series.value) else 0.0
+                        peak = counter_caption(series.name, series.peak, low, ref,
+                                               lambda v, u=series.unit or "": format_quantity(v, u))
                         p.setPen(P.TEXT_DIM)
                         p.drawText(QRect(indent + 10, g.y + 16, GUTTER - indent - 14, 16), Qt.AlignVCenter,
                                    fm.elidedText(peak, Qt.ElideRight, GUTTER - indent - 14))

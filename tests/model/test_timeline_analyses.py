@@ -69,7 +69,7 @@ def test_collective_waits_matrix_and_slowest_rank(index):
     assert list(w.slowest_rank) == [2, 1]
     assert w.most_often_slowest() == (1, 1)  # ranks 1 and 2 were last once each: the first of them
     assert w.total_wait_ns == 37_000
-    assert w.labels[0].startswith("all_reduce 8 MiB")
+    assert w.labels[0].startswith("#0 all_reduce 8 MiB")
     ref = w.ref(2, 0)
     assert index.interval(ref) == (20_000, 25_000)
     only_second = collective_waits(index, 40_000, 100_000)

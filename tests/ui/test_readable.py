@@ -139,3 +139,15 @@ def test_the_layer_legend_is_in_layer_order(qtbot):
     names = w.legend.names()
     layers = [n for n in names if n.startswith("layer ")]
     assert layers[:4] == ["layer 0", "layer 1", "layer 2", "layer 3"] and layers[-1] == "layer 31"
+
+
+def test_the_throttling_row_is_named_for_what_it_measures(qtbot):
+    from explorer.model.timeline.counter_labels import caption
+
+    w, _ = open_ready(qtbot, SAMPLES / "gemm-4096-bf16.trnx")
+    labels = [r.node.label for r in w.timeline.counter_canvas.tree.rows()]
+    assert "Tensor rate allowed (Throttling)" in labels and "Throttling" not in labels
+    fmt = lambda v: f"{v:.0f} %"  # noqa: E731
+    assert caption("Throttling", 100.0, 100.0, None, fmt) == "not throttled (100 % all along)"
+    assert caption("Throttling", 100.0, 50.0, None, fmt) == "lowest 50 %; 100 % = full rate"
+    assert caption("HBM Read Bandwidth", 4000.0, 0.0, 4900.0, fmt) == "peak 4000 % (82% of hw)"

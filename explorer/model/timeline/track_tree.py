@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from explorer.model.timeline.counter_labels import row_name
 from explorer.model.timeline.trace_index import KIND_ORDER, TraceIndex, TrackInfo
 
 AUTO_COLLAPSE_ROWS = 160  # above this many rows, groups start folded ...
@@ -79,7 +80,8 @@ class TrackTree:
                 if parent is None:
                     parent = cores[(t.chip, t.core)] = Node(f"chip:{t.chip}/core:{t.core}", f"Core {t.core}", 1, parent=chip)
                     chip.children.append(parent)
-            node = Node(f"track:{t.track_id}", t.name, parent.depth + 1, track=t, parent=parent)
+            node = Node(f"track:{t.track_id}", row_name(t.name) if t.kind == "counter" else t.name, parent.depth + 1,
+                        track=t, parent=parent)
             if t.core < 0:  # chip-level rows (collectives, HBM counters) come before the cores
                 n_chip_rows = sum(1 for c in chip.children if not c.is_group)
                 chip.children.insert(n_chip_rows, node)
