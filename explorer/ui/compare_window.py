@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 
 from explorer.model.analysis.diff import TraceDiff, diff
 from explorer.model.analysis.hierarchy import Hierarchy
-from explorer.model.analysis.metrics import METRIC_BY_NAME, format_metric
+from explorer.model.analysis.metrics import METRIC_BY_NAME, format_metric, label, tooltip
 from explorer.model.analysis.summary import Summary
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import run_in_background
@@ -48,7 +48,7 @@ def _time_colour(rec) -> QColor | None:
 
 
 METRIC_COLUMNS = (
-    F.Column("metric", "metric", tip="Summary metric (docs/metrics.md); hover a row in the Summary panel for its definition."),
+    F.Column("label", "metric", cell_tip="tip", tip="Summary metric (docs/metrics.md); hover for its Neuron-style name."),
     F.Column("group", "group"),
     F.Column("a_text", "A"),
     F.Column("b_text", "B"),
@@ -116,6 +116,8 @@ def metric_rows(d: TraceDiff) -> pd.DataFrame:
             return f"{v:+.4g} pp" if v else "0 pp"  # a difference of percents is in percentage points
         return ("+" if v > 0 else "") + format_metric(v, unit)
 
+    m["label"] = [label(n) for n in m["metric"]]
+    m["tip"] = [tooltip(METRIC_BY_NAME[n]) for n in m["metric"]]
     m["a_text"] = [format_metric(v, u) for v, u in zip(m["a"], m["unit"])]
     m["b_text"] = [format_metric(v, u) for v, u in zip(m["b"], m["unit"])]
     m["delta_text"] = [delta(v, u) for v, u in zip(m["delta"], m["unit"])]
