@@ -408,14 +408,21 @@ def _collective_frame(c: _Context) -> pd.DataFrame:
     g = f.groupby("cid")
     f["n"] = g["rank"].transform("size")
     f["is_last"] = ~f.duplicated("cid", keep="last")
-    second = g["arrive"].transform(lambda a: a.iloc[-2] if len(a) > 1 else a.iloc[-1])
-    f["lead"] = g["arrive"].transform("max") - second  # how far the last rank trailed the next-to-last
-    other_wait = f["wait"].where(~f["is_last"])
+    # a chip arrives with its last rank (a chip's logical cores share its pace); the straggler is the
+    # last chip, and its lead is over the next-to-last chip -- with one rank a chip, the next-to-last rank
+    chip_arrive = f.groupby(["cid", "chip"])["arrive"].transform("max")
+    last_chip = f.loc[f["is_last"]].set_index("cid")["chip"]
+    on_last = f["chip"].to_numpy() == f["cid"].map(last_chip).to_numpy()
+    second = chip_arrive.where(~on_last).groupby(f["cid"]).transform("max")
+    f["lead"] = (g["arrive"].transform("max") - second.fillna(g["arrive"].transform("max"))).astype(np.int64)
+    other_wait = f["wait"].where(~on_last)
     f["others_mean_wait"] = other_wait.groupby(f["cid"]).transform("mean")
+    f["others"] = pd.Series(~on_last, index=f.index).groupby(f["cid"]).transform("sum")  # ranks that waited
     f["bytes_ratio"] = f["bytes"] / g["bytes"].transform("mean").replace(0, np.nan)
     f["max_bytes_ratio"] = f.groupby("cid")["bytes_ratio"].transform("max")
     f["transfer"] = g["end"].transform("max") - g["start"].transform("max")
-    f["straggler"] = (f["n"] > 1) & (f["others_mean_wait"] > 0) & (f["lead"] >= STRAGGLER_DOMINANCE * f["others_mean_wait"])
+    f["straggler"] = (f["others"] > 0) & (f["others_mean_wait"] > 0) & (
+        f["lead"] >= STRAGGLER_DOMINANCE * f["others_mean_wait"])
     op_text = c.h._ops_raw.set_index("op_id")[["name", "kind"]].astype(str).agg(" ".join, axis=1).str.lower()
     f["moe"] = f["op_id"].map(op_text).fillna("").str.contains("|".join(MOE_WORDS))
     f["skewed_a2a"] = (f["kind"] == "all_to_all") & (
@@ -442,8 +449,8 @@ def collective_straggler(c: _Context) -> list[Recommendation]:
     strag = f[f["straggler"] & ~f["skewed_a2a"]]
     if strag.empty or total <= 0:
         return []
-    # waits caused: every other rank waited at least `lead` for the last one
-    caused = strag.assign(caused=strag["lead"] * (strag["n"] - 1))
+    # waits caused: every rank of the other chips waited at least `lead` for the last one
+    caused = strag.assign(caused=strag["lead"] * strag["others"])
     last = caused[caused["is_last"]]
     by_chip = last.groupby("chip")["caused"].sum().sort_values(ascending=False)
     chip = int(by_chip.index[0])
@@ -452,7 +459,7 @@ def collective_straggler(c: _Context) -> list[Recommendation]:
         return []
     mine = last[last["chip"] == chip]
     worst = int(mine.loc[mine["caused"].idxmax(), "cid"])
-    n_coll = int(f["cid"].nunique())
+    n_coll = int(f.loc[f["chip"] == chip, "cid"].nunique())  # the collectives this chip took part in
     # wall-clock: every collective started when this chip arrived, `lead` after the next-to-last
     # rank; had it kept up, the collectives (and all that follows) would have started that much sooner
     impact = c.impact(_union(mine["arrive"] - mine["lead"], mine["arrive"]))
