@@ -23,7 +23,7 @@ from simcore.errors import ConfigError, UserError
 
 def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str | os.PathLike[str] | None = None, *,
             progress: Progress | None = None, cancel: Any = None, compression: str | None = None,
-            runner: Any = None, **options: Any) -> Path:
+            runner: Any = None, observer: Any = None, **options: Any) -> Path:
     """Run a capture and write `out_path` (a NAME.trnx directory); returns its path.
 
     `config` is a CaptureConfig or a dict of options; keyword options override it (the
@@ -32,6 +32,7 @@ def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str 
     `is_set()` (e.g. threading.Event). `runner` runs a multi-chip capture's chip simulations
     elsewhere (an object with `map(fn, tasks, done)`, e.g. over Ray or Dask; see
     simcore.capture.multichip.runner); by default they run here or on local worker processes.
+    `observer(table, chip, batch)` sees every batch as it is written (TraceWriter.observer).
     """
     from simcore.capture.config import resolve
     from simcore.capture.engine import capture_to
@@ -46,7 +47,7 @@ def capture(config: CaptureConfig | dict[str, Any] | None = None, out_path: str 
         check_target(out, cfg.overwrite)   # refused before simulating; checked again when written
     except UserError as exc:
         raise ConfigError(str(exc)) from None
-    return capture_to(res, out, progress, cancel, compression, runner)
+    return capture_to(res, out, progress, cancel, compression, runner, observer)
 
 
 def __getattr__(name: str) -> Any:

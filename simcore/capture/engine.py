@@ -96,10 +96,12 @@ def gc_paused() -> Iterator[None]:
 
 
 def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progress | None = None,
-               cancel: Any = None, compression: str | None = None, runner: Any = None) -> Path:
+               cancel: Any = None, compression: str | None = None, runner: Any = None,
+               observer: Any = None) -> Path:
     """Simulate and write the trace atomically (cancel or failure leaves nothing at `out_path`).
 
-    `runner` (multi-chip captures) runs the chip simulations: see simcore.capture.multichip.runner."""
+    `runner` (multi-chip captures) runs the chip simulations: see simcore.capture.multichip.runner.
+    `observer` sees every batch written (TraceWriter.observer)."""
     meta = {
         "hardware": dict(res.hw.meta, chips=res.chips),
         "workload": res.workload.meta(),
@@ -111,6 +113,7 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
     if collective:
         collective_meta(res, meta)
     writer = TraceWriter(out_path, meta, compression=compression, overwrite=res.config.overwrite)
+    writer.observer = observer
     try:
         if res.multichip is not None:
             capture_multichip(res, writer, progress, cancel, runner)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +156,11 @@ class TraceWriter:
 
     Tables never written are written empty. With `chip=` a table is partitioned per
     chip (`instructions/chip=3/part-0.arrow`); a table is either partitioned or not.
+    `observer(table, chip, batch)`, when set, sees every non-empty batch as written (what
+    a reader will find), e.g. to index the trace while it is written.
     """
+
+    observer: Callable[[str, int | None, pa.RecordBatch], None] | None = None
 
     def __init__(
         self,
@@ -203,6 +207,8 @@ class TraceWriter:
             f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), spec.schema, self._options)
         if batch.num_rows:
             f.write(batch)
+            if self.observer is not None:
+                self.observer(table, chip, batch)
 
     def _unify(self, spec: S.TableSpec, batch: pa.RecordBatch) -> pa.RecordBatch:
         cols = list(batch.columns)

@@ -87,6 +87,7 @@ Multi-chip (degrees count ranks = logical cores, 4 a chip at LNC=2; docs/simulat
 @sigterm_like_ctrl_c
 def capture(output: str, compression: str, scheduler: str | None, quiet: bool, **given: Any) -> None:
     import simcore.capture as sc
+    from explorer.model.timeline.index_capture import IndexRecorder
 
     options = {k: (list(v) or None) if isinstance(v, tuple) else v for k, v in given.items()}
     runner = None if scheduler is None else cluster_runner(scheduler, options)
@@ -106,13 +107,16 @@ def capture(output: str, compression: str, scheduler: str | None, quiet: bool, *
     try:
         if bar is not None:
             bar.__enter__()
+        recorder = IndexRecorder()  # the timeline's index, from the batches as written: even a first open maps it
         path = sc.capture(out_path=output, progress=progress, compression=None if compression == "none" else compression,
-                          **({} if runner is None else {"runner": runner}), **{k: v for k, v in options.items() if v is not None})
+                          observer=recorder, **({} if runner is None else {"runner": runner}),
+                          **{k: v for k, v in options.items() if v is not None})
     finally:
         if bar is not None:
             bar.__exit__(None, None, None)
         if runner is not None:
             runner.close()
+    recorder.save(path)
     if not quiet:
         from simcore.trace import open_trace
 

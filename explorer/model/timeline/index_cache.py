@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,15 +95,19 @@ def load(trace: Trace) -> SavedIndex | None:
         return None
 
 
-def save(trace: Trace, arrays: dict[str, np.ndarray], info: dict[str, Any]) -> bool:
+def save(trace: Trace, arrays: dict[str, np.ndarray | list[np.ndarray]], info: dict[str, Any]) -> bool:
     """Write the index atomically into the trace directory; False when it cannot be written
-    (a read-only trace, a full disk): the index is a cache, so that is not an error."""
+    (a read-only trace, a full disk): the index is a cache, so that is not an error. An array
+    may be given as a list of chunks of one dtype (written one after another, never joined)."""
     try:
         layout: dict[str, list] = {}
         offset = 0  # from the first byte after the header, aligned
         for name, a in arrays.items():
-            layout[name] = [offset, np.dtype(a.dtype).newbyteorder("<").str, int(a.size)]
-            offset = _align(offset + a.nbytes)
+            parts = a if isinstance(a, list) else [a]
+            dtype = parts[0].dtype
+            size, nbytes = sum(int(c.size) for c in parts), sum(c.nbytes for c in parts)
+            layout[name] = [offset, np.dtype(dtype).newbyteorder("<").str, size]
+            offset = _align(offset + nbytes)
         header = json.dumps({"format": FORMAT, "version": VERSION, "stamp": stamp(trace), "info": info,
                              "arrays": layout}).encode("utf-8")
         data = _align(len(MAGIC) + 8 + len(header))
@@ -110,7 +115,8 @@ def save(trace: Trace, arrays: dict[str, np.ndarray], info: dict[str, Any]) -> b
             fh.write(MAGIC + struct.pack("<Q", len(header)) + header)
             for name, a in arrays.items():
                 fh.seek(data + layout[name][0])
-                np.ascontiguousarray(a, dtype=np.dtype(layout[name][1])).tofile(fh)
+                for c in a if isinstance(a, list) else [a]:
+                    np.ascontiguousarray(c, dtype=np.dtype(layout[name][1])).tofile(fh)
             fh.truncate(data + offset)
         return True
     except (OSError, ValueError, TypeError, UserError):
@@ -126,6 +132,35 @@ def companion_path(trace_dir: Path, name: str) -> Iterator[Path]:
         raise ValueError(f"{name} is not one of the trace format's disposable files")
     with atomic_path(Path(trace_dir) / name) as tmp:
         yield tmp
+
+
+def mark_validated(trace: Trace) -> bool:
+    """Record in the saved index of `trace` (still matching it) that the trace has now passed full
+    validation, so later opens skip it: an index recorded while a capture wrote the trace says it
+    was never validated. Rewritten atomically (the arrays copied as they are); False when there is
+    no matching index or it cannot be rewritten."""
+    path = trace.path / CACHE_FILE
+    try:
+        with open(path, "rb") as src:
+            head = src.read(len(MAGIC) + 8)
+            if len(head) < len(MAGIC) + 8 or head[:len(MAGIC)] != MAGIC:
+                return False
+            (n,) = struct.unpack("<Q", head[len(MAGIC):])
+            if n > 1 << 26:
+                return False
+            header = json.loads(src.read(n).decode("utf-8"))
+            if header.get("format") != FORMAT or header.get("version") != VERSION or header.get("stamp") != stamp(trace):
+                return False
+            header.setdefault("info", {})["validated"] = True
+            new = json.dumps(header).encode("utf-8")
+            with companion_path(trace.path, CACHE_FILE) as tmp, open(tmp, "wb") as out:
+                out.write(MAGIC + struct.pack("<Q", len(new)) + new)
+                out.seek(_align(len(MAGIC) + 8 + len(new)))
+                src.seek(_align(len(MAGIC) + 8 + n))
+                shutil.copyfileobj(src, out, 16 << 20)
+        return True
+    except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError, json.JSONDecodeError, struct.error, UserError):
+        return False
 
 
 def _align(n: int) -> int:

@@ -226,8 +226,11 @@ class TraceIndex:
         so far) inside the trace directory, for `open` to reuse. `validated`: the trace passed full
         validation, so a later open of the unchanged files may skip it. False when not written:
         already saved, too small to be worth a file (it builds in well under a second), or the
-        directory refused it."""
-        if self.saved is not None or self.event_count < SAVE_MIN_EVENTS:
+        directory refused it. An index opened from one that was never validated (recorded while a
+        capture wrote the trace) is marked validated instead."""
+        if self.saved is not None:
+            return validated and not self.validated and index_cache.mark_validated(self.trace)
+        if self.event_count < SAVE_MIN_EVENTS:
             return False
         arrays: dict[str, np.ndarray] = {}
         for name, events in self.tables.items():

@@ -1,0 +1,221 @@
+"""The timeline's index recorded while a capture writes the trace, so even the first open maps it.
+
+Building the index on first open reads every row of the big tables (track runs, starts order,
+disjointness, prefix sums of busy time, which opcodes are used): 15-25 s for 100M events that no
+longer sit in memory. The capture has each batch in memory as it writes it; `IndexRecorder`,
+set as the writer's observer, does the same arithmetic on those batches (the batches a reader
+finds, so the arrays and the colour usage are the very numbers `TraceIndex.build` would compute)
+and `save` writes `timeline-index.cache` once the trace is in place. The small `kernels` and
+`collectives` tables are indexed from the written files then. The index says the trace was not
+validated: the first open still validates it (about 1 s at 100M events).
+
+Anything the recorder does not understand (a partitioned or ungrouped table, starts out of
+order, a negative duration) makes it give up: the index is then built on first open, as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from explorer.model.table_chunks import array_numpy
+from explorer.model.timeline import colour_codes, index_cache
+from explorer.model.timeline.event_table import EventTable
+from explorer.model.timeline.lod import is_disjoint
+from explorer.model.timeline.trace_index import SAVE_MIN_EVENTS, _prefix_sum
+from simcore.jit import njit
+from simcore.trace import open_trace
+
+RECORDED = ("instructions", "dma")  # the tables that grow with the trace; the others are read at save
+READ_AT_SAVE = ("kernels", "collectives")
+
+
+OK, NEGATIVE, UNSORTED = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def _scan(track, start, dur, codes, count, time, cum, carry):  # pragma: no cover - compiled
+    """One pass over a batch: its runs of one track (first row, whether a row starts before the
+    previous ended), the running busy time after each row (from `carry`), and the events and time
+    per category code (`count`, `time`: this batch's, summed in row order as np.bincount does).
+    Returns (status, run first rows, run overlaps)."""
+    n = len(track)
+    runs = 1
+    for i in range(1, n):
+        if track[i] != track[i - 1]:
+            runs += 1
+    first = np.zeros(runs, np.int64)
+    overlap = np.zeros(runs, np.bool_)
+    status = OK
+    r = 0
+    acc = carry
+    for i in range(n):
+        d = dur[i]
+        if d < 0:
+            status = NEGATIVE
+        if i > 0:
+            if track[i] != track[i - 1]:
+                r += 1
+                first[r] = i
+            else:
+                if start[i] < start[i - 1]:
+                    status = UNSORTED
+                if start[i] < start[i - 1] + dur[i - 1]:
+                    overlap[r] = True
+        acc += d
+        cum[i] = acc
+        c = codes[i]
+        count[c] += 1
+        time[c] += d
+    return status, first, overlap
+
+
+class _Usage:
+    """(events, event time) per category of a dictionary-coded key, as `colour_codes.usage` counts
+    them: each batch's sums (in row order) added in batch order, so the float sums are the same;
+    the arrays grow as the vocabularies do."""
+
+    def __init__(self, dims: int) -> None:
+        self.count = np.zeros((1,) * dims, np.int64)
+        self.time = np.zeros((1,) * dims, np.float64)
+
+    def add(self, count: np.ndarray, time: np.ndarray) -> None:
+        if count.shape != self.count.shape:
+            shape = tuple(max(a, b) for a, b in zip(self.count.shape, count.shape))
+            self.count, self.time = _grow(self.count, shape), _grow(self.time, shape)
+        view = tuple(slice(0, k) for k in count.shape)
+        self.count[view] += count
+        self.time[view] += time
+
+
+def _grow(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.zeros(shape, a.dtype)
+    out[tuple(slice(0, s) for s in a.shape)] = a
+    return out
+
+
+class _Table:
+    """One recorded table: runs, order and disjointness per run, busy-time prefix sums, usage."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.rows = 0
+        self.run_track: list[int] = []
+        self.run_lo: list[int] = []
+        self.disjoint: list[bool] = []
+        self.seen: set[int] = set()
+        self.last: tuple[int, int, int] | None = None  # track, start, end of the last row
+        self.cum: list[np.ndarray] = [np.zeros(1, np.int64)]
+        self.usage = _Usage(2 if name == "dma" else 1)
+
+    def add(self, batch: pa.RecordBatch) -> str | None:
+        """Take one batch; a reason to give up, or None."""
+        t, s, d = (array_numpy(batch.column(n)) for n in ("track_id", "start_ns", "dur_ns"))
+        if self.name == "instructions":
+            op = batch.column("opcode")
+            codes, sizes = array_numpy(op.indices), (len(op.dictionary),)
+        else:
+            src, dst = batch.column("src"), batch.column("dst")
+            sizes = (len(src.dictionary), len(dst.dictionary))
+            codes = array_numpy(src.indices).astype(np.int64) * sizes[1] + array_numpy(dst.indices)
+        count, time = np.zeros(sizes, np.int64), np.zeros(sizes, np.float64)
+        cum = np.empty(len(t), np.int64)
+        status, first, overlap = _scan(t, s, d, codes, count.reshape(-1), time.reshape(-1), cum,
+                                       int(self.cum[-1][-1]))
+        if status == NEGATIVE:
+            return f"{self.name}: a negative duration"
+        if status == UNSORTED:
+            return f"{self.name}: starts out of order in a track"
+        for i, a in enumerate(first):
+            track, start = int(t[a]), int(s[a])
+            if i == 0 and self.last is not None and self.last[0] == track:  # the previous batch's run goes on
+                if start < self.last[1]:
+                    return f"{self.name}: starts out of order in a track"
+                self.disjoint[-1] = self.disjoint[-1] and start >= self.last[2] and not bool(overlap[0])
+                continue
+            if track in self.seen:
+                return f"{self.name}: a track's rows are not contiguous"
+            self.seen.add(track)
+            self.run_track.append(track)
+            self.run_lo.append(self.rows + int(a))
+            self.disjoint.append(not bool(overlap[i]))
+        self.last = (int(t[-1]), int(s[-1]), int(s[-1]) + int(d[-1]))
+        self.cum.append(cum)
+        self.rows += len(t)
+        self.usage.add(count, time)
+        return None
+
+    def arrays(self) -> dict[str, np.ndarray | list[np.ndarray]]:
+        return {f"{self.name}.run_track": np.array(self.run_track, np.int64),
+                f"{self.name}.run_lo": np.array(self.run_lo, np.int64),
+                f"{self.name}.disjoint": np.array(self.disjoint, bool),
+                f"{self.name}.cum": self.cum}  # chunks, written one after another
+
+    def opcode_usage(self, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """(count, time) per local category of `colour_codes.sources(..., "opcode")`: the final
+        vocabularies' sizes (`vocab`: column -> size)."""
+        if self.name == "instructions":
+            n = vocab["opcode"]
+            return _grow(self.usage.count, (n,)), _grow(self.usage.time, (n,))
+        shape = (vocab["src"], max(vocab["dst"], 1))
+        return _grow(self.usage.count, shape).ravel(), _grow(self.usage.time, shape).ravel()
+
+
+class IndexRecorder:
+    """A TraceWriter observer (`writer.observer = recorder`); `save(path)` once the trace is written."""
+
+    def __init__(self) -> None:
+        self.tables = {name: _Table(name) for name in RECORDED}
+        self.gave_up: str | None = None
+
+    def __call__(self, table: str, chip: int | None, batch: pa.RecordBatch) -> None:
+        if self.gave_up is not None or table not in self.tables:
+            return
+        if chip is not None:
+            self.gave_up = f"{table} is partitioned per chip"
+            return
+        self.gave_up = self.tables[table].add(batch)
+
+    def save(self, path: str | Path) -> bool:
+        """Write the index into the trace at `path`; False when it was not worth it (under
+        SAVE_MIN_EVENTS events), the recorder gave up, or the directory refused the file."""
+        if self.gave_up is not None:
+            return False
+        trace = open_trace(path, validate=False)
+        if sum(trace.row_count(n) for n in (*RECORDED, *READ_AT_SAVE)) < SAVE_MIN_EVENTS:
+            return False
+        if any(trace.row_count(n) != t.rows for n, t in self.tables.items()):
+            return False  # rows written some other way than through this recorder
+        arrays: dict[str, np.ndarray | list[np.ndarray]] = {}
+        usage: dict[str, list] = {}
+        for name, t in self.tables.items():
+            arrays.update(t.arrays())
+            table = trace.table(name)
+            cols = ("opcode",) if name == "instructions" else ("src", "dst")
+            sizes = {c: _vocab_size(table, c) for c in cols}
+            count, time = t.opcode_usage(sizes)
+            usage[name] = [count.tolist(), time.tolist()]
+        for name in READ_AT_SAVE:
+            events = EventTable(name, trace.table(name))
+            layout = events.layout
+            arrays[f"{name}.run_track"] = layout.run_track
+            arrays[f"{name}.run_lo"] = layout.run_lo
+            if layout.order is not None:
+                arrays[f"{name}.order"] = layout.order
+            arrays[f"{name}.disjoint"] = np.array(
+                [is_disjoint(*events.lane_arrays(lo, hi)) for lo, hi in events.bounds.values()], bool)
+            arrays[f"{name}.cum"] = _prefix_sum(events)
+            source = colour_codes.sources({name: events}, "opcode", None)[name]
+            count, time = colour_codes.usage(events, source)
+            usage[name] = [count.tolist(), time.tolist()]
+        ordered = {f"{n}.{k}": arrays[f"{n}.{k}"] for n in (*RECORDED, *READ_AT_SAVE)
+                   for k in ("run_track", "run_lo", "order", "disjoint", "cum") if f"{n}.{k}" in arrays}
+        return index_cache.save(trace, ordered, {"validated": False, "usage": {"opcode": usage}})
+
+
+def _vocab_size(table: pa.Table, column: str) -> int:
+    """Entries of a dictionary column's vocabulary (the longest of its chunks, as readers take it)."""
+    col = table.column(column)
+    return max((len(c.dictionary) for c in col.chunks), default=0)

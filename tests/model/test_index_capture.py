@@ -1,0 +1,115 @@
+"""The timeline's index recorded while a trace is written: the first open maps it, and it is the
+index building the trace would give (same runs, disjointness, prefix sums and colour usage)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from model.timeline_traces import HARDWARE, timeline_tables
+
+from explorer.cli.main import cli
+from explorer.model.timeline import index_cache, index_capture
+from explorer.model.timeline.index_capture import IndexRecorder
+from explorer.model.timeline.trace_index import TraceIndex
+from explorer.ui.loader import load
+from simcore.trace import TraceWriter, open_trace
+
+MODES = ("opcode", "kernel", "op", "layer")
+
+
+@pytest.fixture(autouse=True)
+def small_traces_too(monkeypatch):
+    monkeypatch.setattr(index_capture, "SAVE_MIN_EVENTS", 0)
+
+
+def _rows(data: dict, lo: int, hi: int) -> dict:
+    return {k: (v[lo:hi] if isinstance(v, (np.ndarray, list)) else v) for k, v in data.items()}
+
+
+def _write(path, tables: dict, cuts: dict[str, list[int]], recorder: IndexRecorder) -> None:
+    """Write `tables`, the ones in `cuts` in several batches split at those rows."""
+    w = TraceWriter(path, {"hardware": HARDWARE, "workload": {"name": "tiny-llm", "kind": "model"}})
+    w.observer = recorder
+    with w:
+        for name, data in tables.items():
+            edges = [0, *cuts.get(name, []), len(next(v for v in data.values() if isinstance(v, (np.ndarray, list))))]
+            for lo, hi in zip(edges, edges[1:]):
+                w.write(name, _rows(data, lo, hi))
+
+
+def _same(a: TraceIndex, b: TraceIndex) -> None:
+    assert a.lanes.keys() == b.lanes.keys()
+    edges = np.linspace(-1000, 101_000, 333)
+    for tid, la in a.lanes.items():
+        lb = b.lanes[tid]
+        assert (la.lo, la.hi, la.disjoint) == (lb.lo, lb.hi, lb.disjoint), tid
+        assert la.coverage.total == lb.coverage.total
+        for x, y in zip(la.coverage.fractions_and_last(edges), lb.coverage.fractions_and_last(edges)):
+            assert np.array_equal(x, y)
+    for name in a.tables:
+        assert np.array_equal(a._cum[name], b._cum[name]), name
+    for mode in MODES:
+        ca, cb = a.colours(mode), b.colours(mode)
+        assert ca.names == cb.names and np.array_equal(ca.time, cb.time), mode
+
+
+def _overlapping_tables() -> dict:
+    t = timeline_tables()
+    ins = t["instructions"]
+    ins["dur_ns"] = ins["dur_ns"].copy()
+    ins["dur_ns"][600:] = 150  # the Vector row's later instructions overlap (every 100 ns)
+    dma = t["dma"]
+    dma["src"] = ["hbm"] * 6 + ["sbuf"] * 4  # the vocabularies grow in the second batch
+    dma["dst"] = ["sbuf"] * 6 + ["psum"] * 2 + ["hbm"] * 2
+    return t
+
+
+def test_an_index_recorded_while_writing_is_the_built_one(tmp_path):
+    path = tmp_path / "t.trnx"
+    rec = IndexRecorder()
+    # track 0 spans two batches; a batch ends track 0 and starts track 1; an overlap spans a cut
+    _write(path, _overlapping_tables(), {"instructions": [37, 100, 650, 651], "dma": [6]}, rec)
+    assert rec.save(path)
+    trace = open_trace(path)
+    opened = TraceIndex.open(trace)
+    assert opened.saved is not None and not opened.validated  # written, never validated
+    built = TraceIndex.build(trace)
+    assert not built.lanes[1].disjoint and built.lanes[0].disjoint
+    _same(opened, built)
+
+
+def test_the_first_open_of_a_recorded_trace_validates_and_uses_the_index(tmp_path):
+    path = tmp_path / "t.trnx"
+    rec = IndexRecorder()
+    _write(path, _overlapping_tables(), {"instructions": [500]}, rec)
+    assert rec.save(path)
+    loaded = load(path)  # validates the trace: the index says it never was
+    assert loaded.index.saved is not None and not loaded.index.validated
+    _same(loaded.index, TraceIndex.build(open_trace(path)))
+    assert loaded.index.save(validated=True)  # what the window does once the trace is on screen
+    reopened = TraceIndex.open(open_trace(path, validate=False))
+    assert reopened.validated  # later opens skip validation
+    _same(reopened, TraceIndex.build(open_trace(path)))
+    assert not reopened.save(validated=True)  # nothing left to do
+
+
+def test_a_table_the_recorder_does_not_understand_leaves_the_index_to_the_first_open(tmp_path):
+    path = tmp_path / "t.trnx"
+    rec = IndexRecorder()
+    _write(path, timeline_tables(interleave=True), {}, rec)  # rows ordered by time across tracks
+    assert rec.gave_up is not None and not rec.save(path)
+    assert not (path / index_cache.CACHE_FILE).exists()
+    _same(TraceIndex.open(open_trace(path)), TraceIndex.build(open_trace(path)))
+
+
+def test_trnx_capture_leaves_the_index_beside_the_trace(tmp_path):
+    out = tmp_path / "cap.trnx"
+    res = CliRunner().invoke(cli, ["capture", "-w", "llama3.1-8b", "--phase", "prefill", "--seq", "512", "--layers", "1",
+                                   "--cores", "0,3", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    trace = open_trace(out)
+    saved = index_cache.load(trace)
+    assert saved is not None and saved.info["validated"] is False
+    _same(TraceIndex.open(trace), TraceIndex.build(trace))
