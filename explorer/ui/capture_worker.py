@@ -48,10 +48,13 @@ class CaptureWorker(QThread):
 
     def run(self) -> None:  # the worker thread
         import simcore.capture as sc
+        from explorer.model.timeline.index_capture import IndexRecorder
 
+        recorder = IndexRecorder()  # the timeline's index as the trace is written: opening it maps the index
         try:
             path = sc.capture(self.options, self.out_path, progress=self._progress, cancel=self.cancel_event,
-                              compression=self.compression)
+                              compression=self.compression, observer=recorder)
+            recorder.save(path)
         except sc.CaptureCancelled:
             self.cancelled.emit()
         except UserError as exc:
