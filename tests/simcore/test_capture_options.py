@@ -60,7 +60,7 @@ def test_every_declared_option_is_a_trnx_capture_flag_that_reaches_the_simulator
                                       "--no-sequence-parallel", "--expert-skew", "0.5", "--overwrite", "-o", str(out),
                                       "-q"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    seen.pop("progress"), seen.pop("compression")
+    seen.pop("progress"), seen.pop("compression"), seen.pop("observer")  # (the timeline index recorder)
     # only what was given (and the flag's False) reaches simcore: the rest is the simulator's default
     assert seen == {"out_path": str(out), "hardware": "trn3-ultraserver-gen1", "tp": 4, "jitter": "2%",
                     "straggler": ["chip=1,slowdown=1.3", "chip=2,delay=5us"], "sequence_parallel": False,

@@ -25,6 +25,7 @@ from explorer.model.timeline import colour_codes, index_cache
 from explorer.model.timeline.event_table import EventTable
 from explorer.model.timeline.lod import is_disjoint
 from explorer.model.timeline.trace_index import SAVE_MIN_EVENTS, _prefix_sum
+from simcore.errors import UserError
 from simcore.jit import njit
 from simcore.trace import open_trace
 
@@ -181,9 +182,12 @@ class IndexRecorder:
     def save(self, path: str | Path) -> bool:
         """Write the index into the trace at `path`; False when it was not worth it (under
         SAVE_MIN_EVENTS events), the recorder gave up, or the directory refused the file."""
-        if self.gave_up is not None:
+        if self.gave_up is not None or not any(t.rows for t in self.tables.values()):
             return False
-        trace = open_trace(path, validate=False)
+        try:
+            trace = open_trace(path, validate=False)
+        except (UserError, OSError):  # not there or not readable: the index is only a cache
+            return False
         if sum(trace.row_count(n) for n in (*RECORDED, *READ_AT_SAVE)) < SAVE_MIN_EVENTS:
             return False
         if any(trace.row_count(n) != t.rows for n, t in self.tables.items()):
