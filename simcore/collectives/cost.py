@@ -81,6 +81,13 @@ class CollectivePlan:
     def ranks(self) -> int:
         return len(self.group)
 
+    def position(self, rank: int) -> int:
+        """Where `rank` is in the group (a dict built on first use: groups hold up to thousands of ranks)."""
+        pos = self.__dict__.get("_position")
+        if pos is None:
+            pos = self.__dict__["_position"] = {r: i for i, r in enumerate(self.group)}
+        return pos[rank]
+
     @property
     def idle_ns(self) -> np.ndarray:
         """Duration per rank on an idle system (latency + transfer)."""

@@ -69,6 +69,38 @@ def _flow(t, left, W, chip, row, need, tally, frac, used, cap, served, slice_ns)
     return t, left
 
 
+@njit(cache=True, nogil=True)
+def _one(t, left, W, chip, row, need, used, cap, slice_ns):
+    """`_flow` for a single untallied entry (a stretch of compute on its chip's HBM), without arrays."""
+    n_slices = used.shape[2]
+    j = int(t // slice_ns)
+    while left > 1e-12:
+        if j >= n_slices:
+            return t, left
+        slice_end = (j + 1) * slice_ns
+        avail = slice_end - t
+        if avail <= 1e-9:
+            j += 1
+            continue
+        p = avail / W
+        q = (cap[row] - used[chip, row, j]) / need
+        if q < p:
+            p = q
+        if p <= 1e-15:
+            t = slice_end
+            j += 1
+            continue
+        rate = p / avail
+        take = left if left <= p else p
+        used[chip, row, j] += take * need
+        if left <= p:
+            return t + left / rate, 0.0
+        left -= p
+        t = slice_end
+        j += 1
+    return t, left
+
+
 class LinkLedger:
     """Per chip and column of `capacity` (tiers, DMA, HBM) and direction: bytes used in each time slice."""
 
@@ -139,8 +171,13 @@ class LinkLedger:
         the kernels' HBM counters hold them)."""
         if W <= 0 or self.hbm is None or hbm_bytes <= 0:
             return t + max(W, 0.0)
-        return self._run(t, W, np.array([chip], np.int64), np.array([2 * self.hbm], np.int64),
-                         np.array([float(hbm_bytes)]), np.array([NO_TALLY], np.int64), np.ones(1))
+        left = 1.0
+        while True:
+            t, left = _one(float(t), left, float(W), int(chip), 2 * self.hbm, float(hbm_bytes), self.used, self.cap,
+                           self.slice_ns)
+            if left <= 1e-12:
+                return t
+            self._grow()
 
     def sent(self, chip: int) -> np.ndarray:
         """Bytes chip sent per slice over its chip-to-chip links (all link tiers)."""

@@ -13,6 +13,13 @@ once. (The methods below say `chip` for a rank.)
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1 << 16)
+def _run_of(first: int, n: int, step: int) -> tuple[int, ...]:
+    """(first, first + step, ..., first + (n - 1) step), built once."""
+    return tuple(range(first, first + n * step, step))
 
 
 @dataclass(frozen=True)
@@ -42,12 +49,13 @@ class Parallelism:
         return stage * self.stage_size + d * self.tp + t
 
     def tp_group(self, chip: int) -> tuple[int, ...]:
-        s, d, _ = self.coords(chip)
-        return tuple(self.chip(s, d, t) for t in range(self.tp))
+        """Consecutive ranks: the same tuple object for every member (the planner asks per layer)."""
+        first = chip - chip % self.tp
+        return _run_of(first, self.tp, 1)
 
     def dp_group(self, chip: int) -> tuple[int, ...]:
         s, _, t = self.coords(chip)
-        return tuple(self.chip(s, d, t) for d in range(self.dp))
+        return _run_of(s * self.stage_size + t, self.dp, self.tp)
 
     def ep_group(self, chip: int) -> tuple[int, ...]:
         s, d, t = self.coords(chip)

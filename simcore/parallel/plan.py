@@ -145,11 +145,15 @@ class Planner:
         self._op_cache: dict[tuple, list] = {}
         self._plans: dict[tuple, CollectivePlan] = {}
         self._compute_cache: dict[tuple, tuple] = {}
+        self._emit_cache: dict[tuple, tuple] = {}
+        self._refs: dict[tuple, CommRef] = {}
 
     # -- collectives ----------------------------------------------------------------------
     def _collective(self, key: tuple, kind: str, group: tuple[int, ...], nbytes: int,
                     matrix: np.ndarray | None = None) -> int:
-        ident = (key, group)
+        # every group is an arithmetic run of ranks (tp, dp, ep, expert-dp groups, send/recv pairs), so its
+        # first, last and size name it without hashing all its ranks (thousands of lookups per step)
+        ident = (key, group[0], group[-1], len(group))
         idx = self._coll_index.get(ident)
         if idx is None:
             if kind == "all_to_all":
@@ -167,7 +171,13 @@ class Planner:
 
     def _ref(self, chip: int, idx: int, blocking: bool = True) -> CommRef:
         plan = self.collectives[idx].plan
-        r = plan.group.index(chip)
+        if plan.coupled:   # its ranks finish together: one reference serves them all (compose only reads it)
+            ref = self._refs.get((idx, blocking))
+            if ref is None:
+                ref = self._refs[(idx, blocking)] = CommRef(idx, blocking, False,
+                                                             float(plan.idle_ns.max()) if blocking else 0.0)
+            return ref
+        r = plan.position(chip)
         gap = float(plan.idle_ns[r]) if blocking else 0.0
         return CommRef(idx, blocking, False, gap)
 
@@ -328,6 +338,15 @@ class Planner:
 
     # -- forward / backward of a stage ----------------------------------------------------
     def _stage_entries(self, chip: int, mb: int) -> list:
+        """A stage's forward entries for `chip`; a dense model's depend only on the rank's TP group, so the
+        group's ranks share one list (and `_emit` its template)."""
+        if self.cfg.moe is None:
+            par = self.par
+            key = ("stage", par.coords(chip)[0], par.tp_group(chip)[0], mb)
+            return self._shared(key, lambda: self._build_stage_entries(chip, mb))
+        return self._build_stage_entries(chip, mb)
+
+    def _build_stage_entries(self, chip: int, mb: int) -> list:
         par = self.par
         s = par.coords(chip)[0]
         out: list = []
@@ -344,8 +363,25 @@ class Planner:
         return (layer, name)
 
     def _emit(self, chip: int, entries: list, mb: int, backward: bool) -> list:
-        """Program items of forward (or, reversed, backward) entries."""
+        """Program items of forward (or, reversed, backward) entries: a template of runs of computes and
+        collective indices, built once per entries list (ranks sharing it share its collectives), then
+        this rank's references to those collectives."""
+        memo = (id(entries), mb, backward)
+        hit = self._emit_cache.get(memo)
+        if hit is None:
+            hit = self._emit_cache[memo] = (entries, self._template(entries, mb, backward))
         items: list = []
+        for piece in hit[1]:
+            if isinstance(piece, list):
+                items += piece
+            else:
+                items.append(self._ref(chip, piece))
+        return items
+
+    def _template(self, entries: list, mb: int, backward: bool) -> list:
+        """Runs of Compute items and, between them, collective indices."""
+        out: list = []
+        run: list = []
         seq = reversed(entries) if backward else entries
         for e in seq:
             if isinstance(e, Op):
@@ -361,16 +397,20 @@ class Planner:
                     self._compute_cache[memo] = (e, computes)  # keeps e alive: its id stays its own
                 else:
                     computes = computes[1]
-                items += computes
+                run += computes
                 continue
             kind = e.bwd if backward else e.fwd
             if kind is None:
                 continue
             name = f"{e.site}.{kind}" if not backward else f"{e.site}.grad_{kind}"
             matrix = None if e.matrix is None else (e.matrix.T if backward else e.matrix)
-            idx = self._collective(self._key(name, e.layer, mb), kind, e.group, e.nbytes, matrix)
-            items.append(self._ref(chip, idx))
-        return items
+            if run:
+                out.append(run)
+                run = []
+            out.append(self._collective(self._key(name, e.layer, mb), kind, e.group, e.nbytes, matrix))
+        if run:
+            out.append(run)
+        return out
 
     def _p2p(self, chip: int, peer: int, nbytes: int, name: str, layer: int, mb: int, send: bool) -> CommRef:
         src, dst = (chip, peer) if send else (peer, chip)

@@ -46,17 +46,19 @@ def chip_classes(plan: StepPlan, extra: list | None = None) -> tuple[np.ndarray,
     by_object: dict[int, int] = {}
     class_of = np.zeros(plan.ranks, np.int64)
     reps: list[int] = []
+    alive: list = []   # the objects whose ids are in by_object (ranks share Compute and collective references)
     for chip, prog in enumerate(plan.programs):
         sig: list = [] if extra is None else [("extra", extra[chip])]
         for it in prog:
-            if isinstance(it, Compute):
-                code = by_object.get(id(it))
-                if code is None:
+            code = by_object.get(id(it))
+            if code is None:
+                if isinstance(it, Compute):
                     o = it.op
                     value = (it.key, o.kind, o.name, o.dtype, o.layer, _freeze(o.params))
-                    code = by_object[id(it)] = interned.setdefault(value, len(interned))
-            else:
-                code = interned.setdefault(("gap", round(it.gap, 3)), len(interned))
+                else:
+                    value = ("gap", round(it.gap, 3))
+                code = by_object[id(it)] = interned.setdefault(value, len(interned))
+                alive.append(it)
             sig.append(code)
         key = tuple(sig)
         k = keys.get(key)

@@ -46,35 +46,41 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
     running then (it stretches when they leave it too little; `factor` says by how much)."""
     chips = plan.ranks        # one program per rank (the names below say chip for a rank)
     topo = plan.topo
+    per_chip = topo.per_chip
     comms = [[it for it in prog if isinstance(it, CommRef)] for prog in plan.programs]
     ncoll = len(plan.collectives)
-    arrive = [np.full(c.plan.ranks, np.nan) for c in plan.collectives]
-    remaining = np.array([c.plan.ranks for c in plan.collectives], np.int64)
+    # plain Python lists in the loop below: it visits every (rank, collective) pair, and numpy scalars
+    # cost several times a list item there
+    arrive: list[list] = [[None] * c.plan.ranks for c in plan.collectives]
+    remaining = [c.plan.ranks for c in plan.collectives]
     start = np.full(ncoll, np.nan)
     end: list[np.ndarray | None] = [None] * ncoll
-    rank_of = [{chip: r for r, chip in enumerate(c.plan.group)} for c in plan.collectives]
+    rank_of = [c.plan.position for c in plan.collectives]
     waiting: list[list[int]] = [[] for _ in range(ncoll)]      # chips blocked on each collective
     ledger = LinkLedger(topo.chips, topo.capacity, slice_ns, horizon_ns, topo.link_tiers, topo.hbm)  # per chip
-    seg_real = [np.zeros(len(comms[c]) + 1) for c in range(chips)]
-    t = np.array(delay, np.float64, copy=True)
-    pos = np.zeros(chips, np.int64)          # next comm item of each chip
-    in_seg = np.ones(chips, bool)            # the chip is about to run segment pos (not yet added)
-    done = np.zeros(chips, bool)
+    seg_real = [[0.0] * (len(comms[c]) + 1) for c in range(chips)]
+    fac = factor.tolist()
+    dur = [list(map(float, x)) for x in seg_dur]
+    hbm = [list(map(float, x)) for x in seg_hbm] if seg_hbm is not None else None
+    t = [float(x) for x in delay]
+    pos = [0] * chips                        # next comm item of each chip
+    in_seg = [True] * chips                  # the chip is about to run segment pos (not yet added)
+    done = [False] * chips
     runnable = deque(range(chips))
 
     def resolve(i: int) -> None:
         c = plan.collectives[i]
         p = c.plan
-        s = float(np.max(arrive[i]))
+        s = float(max(arrive[i]))
         start[i] = s
         if p.coupled:
             e = ledger.flow(s + float(p.latency.max()), float(p.transfer.max()),
-                            np.asarray(p.group) // topo.per_chip, p.demand_out, p.demand_in, p.hbm_read)
+                            np.asarray(p.group) // per_chip, p.demand_out, p.demand_in, p.hbm_read)
             end[i] = np.full(p.ranks, e)
         else:
             ends = np.empty(p.ranks)
             for r, chip in enumerate(p.group):
-                ends[r] = ledger.flow(s + float(p.latency[r]), float(p.transfer[r]), np.array([chip // topo.per_chip]),
+                ends[r] = ledger.flow(s + float(p.latency[r]), float(p.transfer[r]), np.array([chip // per_chip]),
                                       p.demand_out[r:r + 1], p.demand_in[r:r + 1], p.hbm_read)
             end[i] = ends
         for chip in waiting[i]:
@@ -85,45 +91,51 @@ def compose(plan: StepPlan, seg_dur: list[np.ndarray], factor: np.ndarray, delay
         c = runnable.popleft()
         if done[c]:
             continue
+        mine, tc = comms[c], t[c]
         while True:
             k = pos[c]
             if in_seg[c]:
-                seg_real[c][k] = t[c]
-                d = seg_dur[c][k] * factor[c, k]
-                if seg_hbm is not None and d > 0 and seg_hbm[c][k] > 0:   # its HBM, shared with collectives
-                    done_at = ledger.compute(t[c], d, c // topo.per_chip, float(seg_hbm[c][k]))
-                    if done_at > t[c] + d * (1 + 1e-9):
-                        factor[c, k] *= (done_at - t[c]) / d
-                    t[c] = done_at
+                seg_real[c][k] = tc
+                d = dur[c][k] * fac[c][k]
+                if hbm is not None and d > 0 and hbm[c][k] > 0:   # its HBM, shared with collectives
+                    done_at = ledger.compute(tc, d, c // per_chip, hbm[c][k])
+                    if done_at > tc + d * (1 + 1e-9):
+                        fac[c][k] *= (done_at - tc) / d
+                    tc = done_at
                 else:
-                    t[c] += d
+                    tc += d
                 in_seg[c] = False
-            if k >= len(comms[c]):
+            if k >= len(mine):
                 done[c] = True
                 break
-            ref = comms[c][k]
+            ref = mine[k]
             i = ref.coll
-            r = rank_of[i][c]
+            r = rank_of[i](c)
             if ref.wait:
                 if end[i] is None:
                     waiting[i].append(c)
                     break
-                t[c] = max(t[c], float(end[i][r]))
+                tc = max(tc, float(end[i][r]))
             else:
-                if np.isnan(arrive[i][r]):
-                    arrive[i][r] = t[c]
+                if arrive[i][r] is None:
+                    arrive[i][r] = tc
                     remaining[i] -= 1
                     if remaining[i] == 0:
+                        t[c] = tc
                         resolve(i)
                 if ref.blocking:
                     if end[i] is None:
                         waiting[i].append(c)
                         break
-                    t[c] = max(t[c], float(end[i][r]))
+                    tc = max(tc, float(end[i][r]))
             pos[c] += 1
             in_seg[c] = True
-    if not done.all():
-        stuck = int(np.flatnonzero(~done)[0])
+        t[c] = tc
+    if not all(done):
+        stuck = done.index(False)
         raise Deadlock(f"rank {stuck} waits forever at its collective #{int(pos[stuck])}")
-    final = max(float(t.max()), max((float(e.max()) for e in end if e is not None), default=0.0))
+    final = max(max(t), max((float(e.max()) for e in end if e is not None), default=0.0))
+    factor[:] = np.array(fac).reshape(factor.shape)
+    seg_real = [np.array(x) for x in seg_real]
+    arrive = [np.array(x, np.float64) for x in arrive]
     return Timeline(seg_real, factor, arrive, start, end, ledger, final)  # type: ignore[arg-type]

@@ -167,12 +167,20 @@ class MultiChipTables:
         })
         self.next_kernel = 0
         self.next_event = 0
+        # one counter bin width for every chip: at least a microsecond, at most MAX_BINS over the step, and
+        # no narrower than a mapped HBM slice or a ledger slice
+        self.fmax = max(1.0, float(self.tl.factor.max()) if self.tl.factor.size else 1.0)
+        slice_max = max((float(x.hbm["width"].max()) for x in self.sims if len(x.hbm["t"])), default=0.0)
+        self.bin_ns = max(MIN_BIN_NS, max(self.end_ns, 1) / MAX_BINS, slice_max * self.fmax, self.tl.ledger.slice_ns)
+        self._hbm_chunks: dict[int, tuple[np.ndarray, ...]] = {}
         comms = [[it for it in prog if isinstance(it, CommRef) and not it.wait] for prog in self.plan.programs]
         for chip in range(self.topo.chips):
+            buf = _ChipBatches(w)   # a chip's ranks' rows of a table go out as one batch
             hbm = []
             for r in self.ranks_of(chip):
-                hbm.append(self._rank(w, chip, r, comms[r]))
-            self._chip_counters(w, chip, hbm)
+                hbm.append(self._rank(buf, chip, r, comms[r]))
+            self._chip_counters(buf, chip, hbm)
+            buf.flush(chip)
             if progress is not None:
                 progress(chip + 1, self.topo.chips)
         self._write_ops(w)
@@ -211,11 +219,38 @@ class MultiChipTables:
         self._counters(w, chip, rank, sim, start, end)
         if chip in self.detail_chips:
             self._detail(w, chip, rank, sim, kid, comms)
-        h = sim.hbm
-        if not len(h["t"]):
+        t, width, seg, rd, wr = self._class_hbm(k)
+        if not len(t):
             return ()
-        f = self.tl.factor[rank, h["seg"]]
-        return self._map(rank, sim, h["t"], h["seg"]), h["width"] * f, h["read"], h["write"]
+        return self._map(rank, sim, t, seg), width * self.tl.factor[rank, seg], rd, wr
+
+    def _class_hbm(self, k: int) -> tuple[np.ndarray, ...]:
+        """A class's HBM slices, merged into chunks of at most a counter bin once mapped (bin / the
+        largest time factor) within each segment: the counters bin them anyway, a chunk's bytes never
+        exceed what its span allows, and a 2.6 s step's microsecond slices become a few thousand."""
+        got = self._hbm_chunks.get(k)
+        if got is not None:
+            return got
+        sim = self.sims[k]
+        h = sim.hbm
+        t, width, seg = h["t"], h["width"], h["seg"].astype(np.int64)
+        w = self.bin_ns / self.fmax
+        if not len(t) or float(width.max()) * 4 > w:
+            got = (t, width, seg, h["read"], h["write"])
+        else:
+            idx = np.floor((t - sim.seg_start[seg]) / w).astype(np.int64)
+            key = seg * (int(idx.max()) + 1) + idx
+            _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+            s_seg = seg[first]
+            start = sim.seg_start[s_seg] + idx[first] * w
+            end = np.minimum(start + w, np.maximum(sim.seg_end[s_seg], start + 1e-9))
+            got = (start, np.maximum(end - start, 1e-9), s_seg, np.bincount(inv, h["read"]), np.bincount(inv, h["write"]))
+        self._hbm_chunks[k] = got
+        return got
+
+    def _position(self, coll: int, rank: int) -> int:
+        """The rank's place in collective `coll`'s group."""
+        return self.plan.collectives[coll].plan.position(rank)
 
     def _runtime(self, w: TraceWriter, chip: int, rank: int, sim: ChipSim) -> None:
         """The rank's Runtime rows (barriers, launches), mapped onto its timeline like its kernels."""
@@ -241,7 +276,7 @@ class MultiChipTables:
         rows = []
         for ref in comms:
             c = colls[ref.coll]
-            r = c.plan.group.index(rank)
+            r = self._position(ref.coll, rank)
             hbm = float(c.plan.demand_out[r, self.topo.hbm])
             rows.append((ref.coll, r, c.plan.ranks, tl.arrive[ref.coll][r], tl.start[ref.coll], tl.end[ref.coll][r],
                          int(c.plan.nbytes[r]), bus_factor(c.kind, c.plan.ranks), hbm * c.plan.hbm_read,
@@ -317,10 +352,8 @@ class MultiChipTables:
         lay = self.chip_layout[chip]
         end_ns = max(self.end_ns, 1)
         hbm = [h for h in hbm if h]
-        slice_max = max((float(h[1].max()) for h in hbm), default=0.0)
         link_slice = self.tl.ledger.slice_ns
-        bin_ns = max(MIN_BIN_NS, end_ns / MAX_BINS, slice_max, link_slice)
-        edges = bin_edges(end_ns, bin_ns)
+        edges = bin_edges(end_ns, self.bin_ns)
         dt = np.maximum(np.diff(edges), 1e-9)   # float edges may touch at the trace end
         c_rd, c_wr = self.tl.ledger.hbm_bytes(chip)   # the collectives' buffer traffic
         used = np.flatnonzero(c_rd + c_wr)
@@ -389,7 +422,7 @@ class MultiChipTables:
         starts, durs, ops, nbytes = [], [], [], []
         for ref in comms:
             c = self.plan.collectives[ref.coll]
-            r = c.plan.group.index(rank)
+            r = self._position(ref.coll, rank)
             steps = c.plan.rank_steps(r)
             if not steps:
                 continue
@@ -430,6 +463,40 @@ class MultiChipTables:
             "level": [rows[i][2] for i in keep], "name": [rows[i][3] for i in keep], "kind": [rows[i][4] for i in keep],
             "start_ns": start[keep], "dur_ns": (end - start)[keep],
         })
+
+
+class _ChipBatches:
+    """Stands in for the TraceWriter while one chip's rows are made: every table's batches are kept
+    and written as one (concatenated in order, so each track's rows stay together and in time
+    order); a thousand small writes cost more than the rows."""
+
+    def __init__(self, w: TraceWriter) -> None:
+        self.w = w
+        self.batches: dict[str, list[dict]] = {}
+
+    def write(self, table: str, data: dict, chip: int | None = None) -> None:
+        self.batches.setdefault(table, []).append(data)
+
+    def flush(self, chip: int) -> None:
+        for table, parts in self.batches.items():
+            self.w.write(table, parts[0] if len(parts) == 1 else _concat(parts), chip=chip)
+        self.batches = {}
+
+
+def _concat(parts: list[dict]) -> dict:
+    out: dict = {}
+    for key, first in parts[0].items():
+        vals = [p[key] for p in parts]
+        if isinstance(first, tuple):       # (codes, vocabulary): the vocabulary only grows
+            out[key] = (np.concatenate([np.asarray(v[0]) for v in vals]), vals[-1][1])
+        elif isinstance(first, list):
+            out[key] = [x for v in vals for x in v]
+        elif isinstance(first, np.ndarray):
+            out[key] = np.concatenate(vals)
+        else:                              # a scalar for the whole batch: repeat it per part's rows
+            n = [len(next(x for x in p.values() if isinstance(x, (np.ndarray, list)))) for p in parts]
+            out[key] = np.concatenate([np.full(k, v) for k, v in zip(n, vals)])
+    return out
 
 
 def _write_grouped(w: TraceWriter, table: str, per_track: dict[int, list[dict[str, np.ndarray]]],
