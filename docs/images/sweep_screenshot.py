@@ -3,7 +3,7 @@ on a Llama 3.1 70B decode sweep.
 
     .venv/bin/python docs/images/sweep_screenshot.py [SWEEP_DIR] [-o DIR]
 
-Without SWEEP_DIR it first runs the sweep docs/sweeps.md shows (tp 2..16 x batch 1..128 x
+Without SWEEP_DIR it first runs the sweep docs/sweeps.md shows (tp 4..32 ranks x batch 1..128 x
 bf16/fp8 on the Gen1 UltraServer, 32 configurations, about a minute on two cores) into a
 temporary directory. The window is shown offscreen at 1600x1000, coloured by tp, with the
 best tokens/s-per-chip configuration selected, and saved in both themes.
@@ -21,7 +21,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[2]
 FIXED = {"hardware": "trn3-ultraserver-gen1", "workload": "llama3.1-70b", "phase": "decode"}
-GRID = ["tp=2,4,8,16", "batch=1,8,32,128", "dtype=bf16,fp8"]
+GRID = ["tp=4,8,16,32", "batch=1,8,32,128", "dtype=bf16,fp8"]
 
 
 def main() -> None:
