@@ -126,7 +126,7 @@ def test_packaged_app_smoke_test_capture_and_no_display(packaged, tmp_path):
                         "--pp", "2", "--layers", "4", "--workers", "2", "-o", str(pp)],
                        capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "on 2 chips" in r.stdout and (pp / "meta.json").is_file()
+    assert "on 2 ranks (1 chip)" in r.stdout and (pp / "meta.json").is_file()
 
     if sys.platform.startswith("linux"):
         r = subprocess.run([program(packaged, "trn3-explorer"), str(SAMPLE)], capture_output=True, text=True,

@@ -18,7 +18,7 @@ def test_straggler_capture_and_summary_name_the_slowest_rank(tmp_path):
     proc = trnx("capture", "-H", "trn3-ultraserver-gen1", "-w", "llama3.1-8b", "--tp", "32", "--layers", "2",
                 "--straggler", "chip=5,slowdown=1.3", "--straggler", "chip=6,delay=20us", "--jitter", "1%", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "on 8 chips" in proc.stdout and "collective rank-rows" in proc.stdout
+    assert "on 32 ranks (8 chips)" in proc.stdout and "collective rank-rows" in proc.stdout
     assert trnx("validate", str(out)).returncode == 0
     t = open_trace(out)
     assert t.meta["capture"]["straggler"] == "chip=5,slowdown=1.3;chip=6,delay=20000ns"

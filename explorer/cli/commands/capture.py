@@ -123,10 +123,19 @@ def capture(output: str, compression: str, scheduler: str | None, quiet: bool, *
         trace = open_trace(path, validate=False)
         events = trace.row_count("instructions") + trace.row_count("dma")
         chips = trace.hardware.get("chips", 1)
+        ranks = trace.meta.get("capture", {}).get("ranks", chips)
         coll = trace.row_count("collectives")
-        where = f" on {chips} chips" if isinstance(chips, int) and chips > 1 else ""
+        where = _placement(ranks, chips)
         extra = f", {coll:,} collective rank-rows" if coll else ""
         click.echo(
             f"wrote {path}: {trace.duration_ns / 1e6:.4g} ms simulated{where}, {trace.row_count('kernels'):,} kernels, "
             f"{events:,} instruction/DMA events{extra} in {time.perf_counter() - t0:.2f} s"
         )
+
+
+def _placement(ranks: object, chips: object) -> str:
+    """' on R ranks (C chips)' for a multi-rank capture: at LNC=2 several ranks share a chip, so chips alone
+    would say '1 chip' for a two-stage pipeline on one chip's logical cores."""
+    if not isinstance(ranks, int) or not isinstance(chips, int) or max(ranks, chips) <= 1:
+        return ""
+    return f" on {ranks} ranks ({chips} chip{'s' if chips != 1 else ''})"
