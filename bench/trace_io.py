@@ -7,7 +7,8 @@ The floor is pyarrow's own Feather v2 write/read of the identical 10M-row
   write    TraceWriter (streamed 1M-row batches, dictionary unification, meta,
            atomic rename) vs feather.write_feather(uncompressed)
   open     open_trace with full validation (magic, schema, row counts, nulls,
-           durations, per-track order) vs feather.read_table(memory_map=True)
+           durations, per-track order, and across tables: track ids exist, times
+           within +-2^61 ns, counts not negative) vs feather.read_table(memory_map=True)
   open-nv  open_trace(validate=False): meta, magic and schema checks only
   pandas   open_trace(...).to_pandas("instructions") (validated) vs
            feather.read_table(memory_map=True).to_pandas()
@@ -30,6 +31,8 @@ import pyarrow.feather as feather
 from simcore.trace import TraceWriter, open_trace
 from simcore.trace.schema import INSTRUCTIONS
 
+TRACKS = {"track_id": np.arange(64, dtype=np.int32), "chip": np.zeros(64, np.int32), "core": np.arange(64, dtype=np.int32) // 8,
+          "kind": ["vector"] * 64, "name": [f"Vector{i}" for i in range(64)], "unit": [""] * 64}
 OPCODES = ["MultiplyMoving", "LoadStationary", "TensorTensor", "Activation", "TensorCopy", "DmaTrigger"]
 
 
@@ -85,6 +88,7 @@ def main() -> None:
 
     def write_ours() -> None:
         with TraceWriter(trace_dir, overwrite=True) as w:
+            w.write("tracks", TRACKS)  # (validation checks every row's track exists)
             for batch in table.to_batches():
                 w.write("instructions", batch)
 

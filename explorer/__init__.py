@@ -7,9 +7,10 @@ out)` turns Neuron Explorer profiles into a trace. Importing `explorer` never im
 the GUI lives in `explorer.ui`.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from simcore.trace import Trace, open_trace
+if TYPE_CHECKING:
+    from simcore.trace import Trace, open_trace
 
 __version__ = "0.1.0"
 
@@ -17,6 +18,12 @@ __all__ = ["Trace", "__version__", "import_neuron_profile", "open_sweep", "open_
 
 
 def __getattr__(name: str) -> Any:
+    # Loaded on first use, so `trnx` installs its error handling (one sentence for running out of
+    # memory too) before numpy, pandas and pyarrow load: under a tight `ulimit -v` they fail to load.
+    if name in ("Trace", "open_trace"):
+        import simcore.trace
+
+        return getattr(simcore.trace, name)
     if name == "import_neuron_profile":  # imported on first use: it loads pyarrow.parquet
         from explorer.interop.neuron_profile import import_neuron_profile
 

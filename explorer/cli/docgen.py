@@ -53,7 +53,11 @@ Bad input (a missing file, an unknown option value, an impossible capture) print
 sentence, `trnx: error: ...`, on stderr and exits with status 2; Ctrl+C exits with 130, and
 SIGTERM during `capture`, `import` or `export` is handled the same way (its temporaries
 removed) and exits with 143.
-The same checks back the Python API (docs/python-api.md) and the GUI.
+The same checks back the Python API (docs/python-api.md) and the GUI. So does running out
+of memory: the sentence says about how much the command needs for its input (e.g. `trnx
+summary` 150 MiB plus 1.3x the trace; under `ulimit -v`, the address space it needs), and
+hostile input (nesting thousands deep, 5,000-digit numbers, gzip bombs, ids far outside the
+trace) is refused the same way, never with a traceback (docs/trace-format.md, docs/interop.md).
 
 Files: a command never removes or replaces what trnx did not write. `--overwrite` replaces
 only a trace trnx wrote (its meta.json says `"format": "trnx-trace"` and it holds nothing but

@@ -95,8 +95,8 @@ def union_runs_per_group(
     e = e.astype(np.int64, copy=False)
     lo = int(s.min())
     stride = int(e.max()) - lo + 1
-    if stride * (int(g.max()) + 2) >= 2**62:
-        raise ValueError("time span too large for a grouped union")
+    if stride * (int(g.max()) + 2) >= 2**62:  # groups cannot share one int64 time line
+        return _union_runs_group_by_group(g, s, e)
     base = g * stride - lo
     s = s + base
     e = e + base
@@ -107,6 +107,19 @@ def union_runs_per_group(
     run_group = run_start // stride
     shift = run_group * stride - lo
     return run_group, run_start - shift, run_end - shift
+
+
+def _union_runs_group_by_group(
+    g: np.ndarray, s: np.ndarray, e: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`union_runs_per_group` one group at a time: for spans so long (up to 2^62 ns) that
+    group * stride would overflow int64. Slower (a loop over groups), never wrong."""
+    order = np.lexsort((s, g))
+    g, s, e = g[order], s[order], e[order]
+    cuts = np.flatnonzero(np.diff(g)) + 1
+    parts = [sorted_runs(si, ei) for si, ei in zip(np.split(s, cuts), np.split(e, cuts))]
+    groups = [np.full(len(rs), gi[0], np.int64) for (rs, _), gi in zip(parts, np.split(g, cuts))]
+    return np.concatenate(groups), np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def sum_per_group(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:

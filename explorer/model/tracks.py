@@ -8,6 +8,7 @@ import numpy as np
 
 from simcore.errors import UserError
 from simcore.trace import Trace
+from simcore.trace.semantics import check_tracks
 
 from explorer.model.columns import num, strings
 
@@ -40,8 +41,8 @@ class Tracks:
     @classmethod
     def of(cls, trace: Trace) -> Tracks:
         t = trace.tracks
+        n = check_tracks(trace.path, t, {})  # ids 0..n-1 (open_trace checked it; validate=False did not)
         ids = num(t, "track_id").astype(np.int64)
-        n = int(ids.max()) + 1 if len(ids) else 0
         chip = np.full(n, -1, np.int64)
         core = np.full(n, -1, np.int64)
         kind = np.full(n, "", dtype=object)

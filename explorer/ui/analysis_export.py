@@ -9,6 +9,8 @@ half-written file. Failures show an error dialog; the window stays up.
 from __future__ import annotations
 
 import os
+import sys
+import traceback
 from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
@@ -16,7 +18,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 from explorer.model.analysis.export_tables import area_events, write_csv, write_operator_table, write_summary
 from explorer.model.timeline.selection import is_area
 from simcore.atomic import atomic_path
-from simcore.errors import UserError
+from simcore.errors import UserError, describe, user_caused
 
 
 def save_png(widget: QWidget, path: str | os.PathLike[str]) -> Path:
@@ -77,6 +79,11 @@ class AnalysisExport:
             return None
         except OSError as exc:
             self._error(f"cannot write the file: {exc.strerror or exc}.")
+            return None
+        except Exception as exc:  # one sentence; a bug also keeps its traceback on stderr
+            if not user_caused(exc):
+                traceback.print_exc(file=sys.stderr)
+            self._error(describe(exc, "export it"))
             return None
         if out is not None:
             self.last_path = out

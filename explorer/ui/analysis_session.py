@@ -24,7 +24,7 @@ from explorer.model.timeline.selection import area_scope
 from explorer.model.analysis.trace_analysis import TraceAnalysis
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.view_state import ViewState
-from simcore.errors import UserError
+from simcore.errors import UserError, describe, user_caused
 
 NODE_LEVELS = ("op", "kernel", "instruction", "dma")
 
@@ -66,13 +66,10 @@ def run_in_background(fn: Callable[[], Any], callback: Callable[[bool, Any], Non
     def work() -> None:
         try:
             value, ok = fn(), True
-        except UserError as exc:
-            value, ok = str(exc), False
-        except MemoryError:
-            value, ok = "not enough memory for this analysis.", False
-        except Exception as exc:  # a bug: keep the traceback, keep the app up
-            traceback.print_exc(file=sys.stderr)
-            value, ok = f"the analysis failed ({type(exc).__name__}: {exc}).", False
+        except Exception as exc:  # one sentence; a bug also keeps its traceback on stderr
+            if not user_caused(exc):
+                traceback.print_exc(file=sys.stderr)
+            value, ok = describe(exc, "run this analysis"), False
         bridge.finished.emit((callback, ok, value))
 
     return _executor.submit(work)

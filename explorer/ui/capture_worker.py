@@ -17,7 +17,7 @@ from typing import Any
 
 from PySide6.QtCore import QThread, Signal
 
-from simcore.errors import UserError
+from simcore.errors import describe, memory_sentence, user_caused
 
 
 class CaptureWorker(QThread):
@@ -57,16 +57,16 @@ class CaptureWorker(QThread):
             recorder.save(path)
         except sc.CaptureCancelled:
             self.cancelled.emit()
-        except UserError as exc:
-            self.failed.emit(str(exc))
-        except MemoryError:
-            self.failed.emit("the capture needs more memory than this machine has; try fewer layers or kernel detail.")
+        except MemoryError as exc:
+            self.failed.emit(memory_sentence(exc, "capture this workload",
+                                             advice="try fewer layers or kernel detail, or free memory"))
         except OSError as exc:
             where = f" {exc.filename}" if exc.filename else ""
             self.failed.emit(f"cannot write{where}: {exc.strerror or exc}.")
-        except Exception as exc:  # a bug: keep the traceback on stderr, keep the app up
-            traceback.print_exc(file=sys.stderr)
-            self.failed.emit(f"the capture failed ({type(exc).__name__}: {exc}).")
+        except Exception as exc:  # one sentence in the dialog; a bug also keeps its traceback on stderr
+            if not user_caused(exc):
+                traceback.print_exc(file=sys.stderr)
+            self.failed.emit(describe(exc, "capture this workload"))
         else:
             if self.cancel_event.is_set() and not self.existed_before:
                 shutil.rmtree(path, ignore_errors=True)

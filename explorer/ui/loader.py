@@ -12,7 +12,12 @@ from PySide6.QtCore import QThread, Signal
 from explorer.model.timeline import index_cache
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.utilisation import Utilisation
-from simcore.errors import UserError
+from simcore.errors import MiB, MemoryNeed, describe, path_bytes, user_caused
+
+GUI_MEMORY = MemoryNeed(280 * MiB, 1.6, 720 * MiB, 3.7)
+"""The window's memory for a trace: `trnx view --smoke-test` peaked at 215 / 315 / 465 MiB RSS and
+needed 630 / 793 / 1253 MiB of address space for 1 / 27 / 154 MiB traces (docs/PERFORMANCE.md)."""
+
 from simcore.trace import open_trace
 
 
@@ -75,13 +80,10 @@ class TraceLoader(QThread):
             result = load(self.path, self._progress, self.colour_mode)
         except LoadCancelled:
             self.failed.emit("")
-        except UserError as exc:
-            self.failed.emit(str(exc))
-        except MemoryError:
-            self.failed.emit(f"{self.path} is too large to open in the memory this machine has.")
-        except Exception as exc:  # a bug: keep the traceback on stderr, keep the app up
-            traceback.print_exc(file=sys.stderr)
-            self.failed.emit(f"{self.path} could not be opened ({type(exc).__name__}: {exc}).")
+        except Exception as exc:  # one sentence in the dialog; a bug also keeps its traceback on stderr
+            if not user_caused(exc):
+                traceback.print_exc(file=sys.stderr)
+            self.failed.emit(describe(exc, f"open {self.path}", GUI_MEMORY.bytes_for(path_bytes(self.path))))
         else:
             if self._cancel:
                 self.failed.emit("")

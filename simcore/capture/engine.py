@@ -25,7 +25,7 @@ from simcore.capture.collective import CollectiveTables, collective_meta
 from simcore.capture.config import Resolved
 from simcore.capture.multichip.capture import capture_multichip
 from simcore.capture.tables import TraceTables
-from simcore.lowering.kernels import KernelSpec, lower_kernel, shard
+from simcore.lowering.kernels import KernelSpec, check_capture_work, lower_kernel, shard
 from simcore.timing.runtime import OP_BARRIER
 from simcore.timing.window import schedule_window
 from simcore.trace import TraceWriter
@@ -47,6 +47,7 @@ def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None
     busy = np.full(n_cores, -1e300)
     last = np.full(n_cores, -1e300)
     n_ops = len(wl.ops)
+    check_capture_work(hw, ([s for s in shard(op, cc) if s is not None] for op in wl.ops))
     for i, op in enumerate(wl.ops):
         check_cancel(cancel)
         specs = shard(op, cc) + [None] * (n_cores - cc)

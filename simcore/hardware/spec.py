@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from simcore.dtypes import MATMUL_DTYPES
-from simcore.errors import ConfigError
+from simcore.errors import LONG_INTEGER, ConfigError
 from simcore.timing.runtime import RUNTIME_KEYS, RuntimeCosts
 
 _TABLES = frozenset({  # required keys whose value is a table by dtype
@@ -80,6 +80,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"hardware preset file {path} is not valid TOML ({str(exc).splitlines()[0].rstrip('.')}).") from None
     except UnicodeDecodeError:
         raise ConfigError(f"hardware preset file {path} is not UTF-8 text.") from None
+    except RecursionError:
+        raise ConfigError(f"hardware preset file {path} nests tables or arrays too deeply to be a preset.") from None
+    except ValueError:  # an integer literal longer than Python converts (4,300 digits)
+        raise ConfigError(f"hardware preset file {path} {LONG_INTEGER}") from None
     except OSError as exc:
         raise ConfigError(f"cannot read hardware preset file {path} ({exc.strerror}).") from None
 
@@ -125,6 +129,13 @@ _POSITIVE = {"tensor.clock_ghz", "vector.clock_ghz", "scalar.clock_ghz", "gpsimd
              "dma.engine_gbps", "dma.efficient_bytes_per_partition", "link.bandwidth_gbps", "gpsimd.elems_per_cycle",
              "scalar.exp_elems_per_cycle"}
 MAX_CHIPS = 1 << 16
+MAX_CORES_PER_CHIP = 1024
+MAX_COUNT = 1 << 16    # array sizes, partitions, banks, queues: far above any chip, far below what a loop can't bear
+MAX_BYTES = 1 << 50    # SBUF, PSUM and HBM sizes (1 PiB)
+MIN_RATE, MAX_RATE = 1e-3, 1e9
+"""Clocks (GHz), bandwidths (GB/s) and element rates lie in [MIN_RATE, MAX_RATE]: at 1 MHz or 1 MB/s
+the largest workload still takes less than 2^61 ns (the trace format's time line), and no finite
+rate turns a duration into infinity or zero."""
 DEFAULT_SBUF_RESERVED = 0.15
 
 
@@ -165,8 +176,22 @@ def _validate(data: dict[str, Any]) -> None:
                     raise ConfigError(f"hardware preset '{name}': '{where}' must be a positive integer (got {v!r}).")
                 if where in _POSITIVE and v <= 0:
                     raise ConfigError(f"hardware preset '{name}': '{where}' must be positive (got {v}).")
+                if (where in _POSITIVE or where in _TABLES - {"tensor.bf16_flop_weight"}) and not MIN_RATE <= v <= MAX_RATE:
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must be between {MIN_RATE:g} and {MAX_RATE:g} (got {v:g}).")
+                if where in _INTS:
+                    top = MAX_BYTES if "bytes" in where else MAX_CORES_PER_CHIP if where == "cores_per_chip" else MAX_COUNT
+                    if v > top and where != "chips":
+                        raise ConfigError(f"hardware preset '{name}': '{where}' must be at most {top:,} (got {v:,}).")
+                if v > MAX_BYTES:
+                    raise ConfigError(f"hardware preset '{name}': '{where}' must be at most 2^50 (got {v:g}).")
     if data["chips"] > MAX_CHIPS:
         raise ConfigError(f"hardware preset '{name}': 'chips' must be at most {MAX_CHIPS} (got {data['chips']}).")
+    if data["tensor"]["cols"] != data["sbuf"]["partitions"]:
+        raise ConfigError(
+            f"hardware preset '{name}': 'tensor.cols' ({data['tensor']['cols']}) must equal 'sbuf.partitions' "
+            f"({data['sbuf']['partitions']}): each array column writes one partition of a matmul's output tile, so any "
+            "other width would time matmuls at a rate the array's peak does not have."
+        )
     for key in ("macs_per_pe_cycle", "peak_tflops"):
         if any(v <= 0 for v in data["tensor"][key].values()):
             raise ConfigError(f"hardware preset '{name}': every 'tensor.{key}' entry must be positive.")
@@ -190,8 +215,8 @@ def _validate(data: dict[str, Any]) -> None:
                           ("tensor", ("matmul_overhead_cycles",)), ("runtime", RUNTIME_KEYS)):
         for key in keys:
             v = data.get(section, {}).get(key, 0)
-            if not _is_number(v) or v < 0:
-                raise ConfigError(f"hardware preset '{name}': '{section}.{key}' must be a non-negative number (got {v!r}).")
+            if not _is_number(v) or v < 0 or v > MAX_BYTES:
+                raise ConfigError(f"hardware preset '{name}': '{section}.{key}' must be a number from 0 to 2^50 (got {v!r}).")
 
 
 def _validate_lnc(name: str, data: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.matmul import _expand
@@ -180,7 +181,7 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     copy_engine = SCALAR if exp_engine == VECTOR else VECTOR
     P_BANKS = LAG + 3  # PSUM: S of LAG+1 chunks in flight, the P^T transposes, the PV partial output
     if P_BANKS > hw.psum_banks:
-        raise ValueError(f"flash attention needs {P_BANKS} PSUM banks; {hw.name} has {hw.psum_banks}")
+        raise ConfigError(f"hardware preset '{hw.name}' has {hw.psum_banks} PSUM banks, and flash attention needs {P_BANKS}; raise psum.banks.")
     b.psum_bytes = max(b.psum_bytes, P_BANKS * hw.psum_bank_bytes)
     gkey = key0 + np.arange(NCH + LAG) * SLOTS  # chunk c's S work at gkey[c], its PV work at gkey[c+LAG]
     first_chunk_of_unit = np.cumsum(u_nchunk) - u_nchunk
@@ -200,7 +201,10 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
         if kv.sbuf_bytes + work <= hw.sbuf_budget:
             break
     else:
-        raise ValueError(f"attention {s} does not fit SBUF even streaming K/V in {CHUNK}-key loads")
+        raise ConfigError(
+            f"hardware preset '{hw.name}' is too small for this attention: even streaming K/V in {CHUNK}-key loads needs "
+            f"{kv.sbuf_bytes + work:,.0f} bytes of SBUF per core, and the preset has {hw.sbuf_budget:,} usable; raise sbuf.bytes_per_core."
+        )
     b.sbuf_bytes = max(b.sbuf_bytes, kv.sbuf_bytes + work)
     NLD = len(kv.ld_key)
     c_ld = kv.c_ld

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.engines import GPSIMD, SCALAR, VECTOR
@@ -85,7 +86,10 @@ def column_chunk(hw: Hardware, k: RowwiseKernel) -> int:
     if chunk < k.cols and chunk > COL_ALIGN:
         chunk -= chunk % COL_ALIGN
     if chunk < 1:
-        raise ValueError(f"a row-wise kernel needs {per_col:.0f} bytes of SBUF per column; the budget is {hw.sbuf_budget}")
+        raise ConfigError(
+            f"hardware preset '{hw.name}' is too small for a row-wise kernel: it needs {per_col:,.0f} bytes of SBUF per column, "
+            f"and the preset has {hw.sbuf_budget:,} usable per core; raise sbuf.bytes_per_core."
+        )
     return chunk
 
 

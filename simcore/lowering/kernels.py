@@ -11,10 +11,11 @@ which the scheduler simulates once.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from simcore.errors import ConfigError
+from simcore.errors import ConfigError, size_text
 from simcore.hardware import Hardware
 from simcore.lowering import elementwise as E
 from simcore.lowering.attention import AttentionShape, lower_attention
@@ -184,14 +185,47 @@ def estimate_instructions(hw: Hardware, spec: KernelSpec) -> int:
     return (-(-rows // P)) * (-(-cols // 8192)) * 16 + 16
 
 
-def lower_kernel(hw: Hardware, spec: KernelSpec) -> Program:
-    """The program of one kernel (cached per hardware and spec: layers repeat their shapes)."""
+MAX_CAPTURE_INSTRUCTIONS = 50_000_000
+CAPTURE_BYTES_PER_INSTRUCTION = 60
+"""A single-chip capture keeps about this much per instruction it schedules (the timings behind the
+HBM counters): 3.7M estimated instructions of 300 repeats of an 8192^3 matmul took 215 MB over the
+interpreter's own (docs/PERFORMANCE.md, "Memory"). MAX_CAPTURE_INSTRUCTIONS keeps a capture under
+about 3 GB; the largest single-chip model workload that fits HBM (Llama 3.1 8B prefill, 8K tokens)
+estimates 5.3M."""
+
+
+def _kernel_size(hw: Hardware, spec: KernelSpec) -> int:
+    """`estimate_instructions`, or one sentence when one kernel alone is above MAX_INSTRUCTIONS."""
     n = estimate_instructions(hw, spec)
     if n > MAX_INSTRUCTIONS:
         raise ConfigError(
             f"kernel {spec.name} {spec.args[0] if spec.kind != 'attention' else ''} would need about {n:,} instructions "
             f"on one core, above the simulator's limit of {MAX_INSTRUCTIONS:,}; use a smaller shape or more compute cores."
         )
+    return n
+
+
+def check_capture_work(hw: Hardware, specs_per_op: Iterable[Iterable[KernelSpec]]) -> int:
+    """The estimated instructions a capture will schedule (each op's distinct kernels), or one
+    sentence when it is above MAX_CAPTURE_INSTRUCTIONS: refused before any memory is spent on it."""
+    total = 0
+    for specs in specs_per_op:
+        for s in set(specs):
+            total += _kernel_size(hw, s)
+        if total > MAX_CAPTURE_INSTRUCTIONS:
+            break
+    if total > MAX_CAPTURE_INSTRUCTIONS:
+        raise ConfigError(
+            f"this workload would schedule more than {MAX_CAPTURE_INSTRUCTIONS:,} instructions on one chip (the "
+            f"simulator's limit; it would need over {size_text(MAX_CAPTURE_INSTRUCTIONS * CAPTURE_BYTES_PER_INSTRUCTION)} "
+            "of memory); use fewer layers or repeats, smaller shapes, or shard it over more chips."
+        )
+    return total
+
+
+def lower_kernel(hw: Hardware, spec: KernelSpec) -> Program:
+    """The program of one kernel (cached per hardware and spec: layers repeat their shapes)."""
+    _kernel_size(hw, spec)
     key = hw.__dict__.get("_lowering_key")
     if key is None:  # serialising the preset is not free; a capture lowers thousands of kernels
         key = hw.__dict__["_lowering_key"] = json.dumps(hw.data, sort_keys=True, default=str)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore.dtypes import dtype_bytes, is_mx
+from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.engines import MATRIX, SCALAR, TENSOR, VECTOR
@@ -125,7 +126,12 @@ def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float
                 if best is None or est < best.est_ns * 0.999:
                     best = cand
     if best is None:  # even the smallest blocks do not fit: impossible with real presets
-        raise ValueError(f"matmul {m}x{k}x{n} {dtype} does not fit SBUF with any blocking")
+        need, _, _, banks = matmul_buffers(hw, m, k, n, dtype, a_bytes, quant, 1, 1, 1, 2)
+        raise ConfigError(
+            f"hardware preset '{hw.name}' is too small for a {m}x{k}x{n} {dtype} matmul: even its smallest blocking needs "
+            f"{need:,} bytes of SBUF and {banks} PSUM banks per core, and the preset has {budget:,} usable bytes and "
+            f"{hw.psum_banks} banks; raise sbuf.bytes_per_core or psum.banks."
+        )
     return best
 
 

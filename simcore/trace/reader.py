@@ -18,8 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from simcore.errors import TraceFormatError
+from simcore.errors import LONG_INTEGER, TraceFormatError, out_of_memory
 from simcore.trace import schema as S
+from simcore.trace import semantics
 from simcore.trace import validate as V
 
 
@@ -41,6 +42,10 @@ def read_meta(path: Path) -> dict[str, Any]:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TraceFormatError(f"{meta_path} is not valid JSON ({_first_line(exc)}).") from None
+    except RecursionError:
+        raise TraceFormatError(f"{meta_path} nests JSON too deeply to be a trace's meta.json.") from None
+    except ValueError:  # an integer literal longer than Python converts (4,300 digits)
+        raise TraceFormatError(f"{meta_path} {LONG_INTEGER}") from None
     if not isinstance(meta, dict):
         raise TraceFormatError(f"{meta_path} must hold a JSON object.")
     if meta.get("format") != S.FORMAT_NAME:
@@ -69,6 +74,7 @@ def read_meta(path: Path) -> dict[str, Any]:
     span = meta.get("span_ns")
     if not (isinstance(span, list) and len(span) == 2 and all(isinstance(x, int) for x in span)):
         raise TraceFormatError(f"{meta_path} has no valid span_ns (expected [start, end] in ns).")
+    semantics.check_span(path, span)
     return meta
 
 
@@ -161,6 +167,8 @@ def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None, trace_d
         table.schema.names  # noqa: B018 - corrupt field names raise here, not in a caller
         _check_buffers(table)
     except (pa.ArrowException, OSError, UnicodeDecodeError, ValueError) as exc:
+        if out_of_memory(exc):  # not the file's fault: say so (CLI and GUI give the memory sentence)
+            raise
         raise TraceFormatError(f"{file} cannot be read: {_first_line(exc)}.") from None
     V.check_schema(file, spec, table.schema)
     if expected_rows is not None and expected_rows != table.num_rows:
@@ -279,10 +287,12 @@ class Trace:
         return [f for name in S.TABLES for _, f, _ in _table_parts(self.path, self.meta, name)]
 
     def validate(self) -> None:
-        """Check every table's schema and data invariants; raises TraceFormatError."""
+        """Check every table's schema and data invariants, then the ids, times and counts
+        across tables and meta.json (simcore.trace.semantics); raises TraceFormatError."""
         for name, spec in S.TABLES.items():
             for _, f, rows in _table_parts(self.path, self.meta, name):
                 V.check_data(f, spec, self._file(f, spec, rows))
+        semantics.check_trace(self.path, self.meta, self.table)
 
     @cached_property
     def tracks(self) -> pa.Table:

@@ -61,6 +61,16 @@ class _Vocabulary:
         return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), self._array)
 
 
+def _text(values: Any) -> pa.Array:
+    """Strings as Arrow UTF-8; a lone UTF-16 surrogate (which JSON's \\ud800 escapes can carry and
+    UTF-8 cannot hold) becomes U+FFFD, the way undecodable bytes do elsewhere."""
+    try:
+        return pa.array(values, pa.string())
+    except UnicodeEncodeError:
+        return pa.array([None if s is None else str(s).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+                         for s in values], pa.string())
+
+
 def _dictionary_array(value: Any, n: int | None) -> pa.DictionaryArray:
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()
@@ -69,17 +79,17 @@ def _dictionary_array(value: Any, n: int | None) -> pa.DictionaryArray:
     if isinstance(value, tuple) and len(value) == 2:  # (codes, vocabulary)
         codes, vocab = value
         return pa.DictionaryArray.from_arrays(
-            pa.array(np.asarray(codes, dtype=np.int32)), pa.array(list(vocab), pa.string())
+            pa.array(np.asarray(codes, dtype=np.int32)), _text(list(vocab))
         )
     if isinstance(value, str):
         if n is None:
             raise TypeError("a scalar string needs at least one array column to size it")
         return pa.DictionaryArray.from_arrays(
-            pa.array(np.zeros(n, dtype=np.int32)), pa.array([value], pa.string())
+            pa.array(np.zeros(n, dtype=np.int32)), _text([value])
         )
     if isinstance(value, pa.Array):
         return value.cast(pa.string()).dictionary_encode()
-    return pa.array(value, pa.string()).dictionary_encode()
+    return _text(list(value) if not isinstance(value, (list, np.ndarray)) else value).dictionary_encode()
 
 
 def _numeric_array(name: str, value: Any, type_: pa.DataType, n: int | None) -> pa.Array:

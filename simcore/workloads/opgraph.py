@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from simcore.errors import ConfigError
+from simcore.errors import LONG_INTEGER, ConfigError
 from simcore.dtypes import BF16, MATMUL_DTYPES
 from simcore.workloads.ops import Op, Workload
 
@@ -111,6 +111,8 @@ def load_opgraph(path: str | Path, dtype: str | None = None) -> Workload:
         raise ConfigError(f"op-graph file {p} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
     except RecursionError:
         raise ConfigError(f"op-graph file {p} nests too deeply to be an op graph.") from None
+    except ValueError:  # an integer literal longer than Python converts (4,300 digits)
+        raise ConfigError(f"op-graph file {p} {LONG_INTEGER}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"op-graph file {p} must hold a JSON object.")
     dt = dtype if dtype is not None else _check_dtype(f"op-graph file {p}", data.get("dtype", BF16))

@@ -152,6 +152,9 @@ def write(
     meta: dict[str, Any] = {"span_ns": list(span), "workload": workload or {"name": "test", "kind": "microbenchmark"}}
     if hardware is not None:
         meta["hardware"] = copy.deepcopy(hardware)
+        chips = tables.get("tracks", {}).get("chip")
+        if chips is not None and len(chips) and "chips" in meta["hardware"]:  # the system has every chip used
+            meta["hardware"]["chips"] = max(meta["hardware"]["chips"], int(max(chips)) + 1)
     if batch_rows is None:
         return write_trace(path, tables, meta)
     with TraceWriter(path, meta) as w:

@@ -205,9 +205,11 @@ def test_empty_trace_reports_zeros_and_reasons_never_nan(tmp_path):
 def test_rows_on_a_track_the_tracks_table_lacks_are_a_user_error(tmp_path):
     tables = at.basic_tables()
     tables["instructions"]["track_id"][-1] = 42
-    t = open_trace(at.write(tmp_path / "orphan.trnx", tables))
+    path = at.write(tmp_path / "orphan.trnx", tables)
+    with pytest.raises(UserError, match="'instructions' refers to track 42, which the tracks table lacks"):
+        open_trace(path)  # validation refuses it, so `trnx validate` and the summary agree
     with pytest.raises(UserError, match="instructions table refers to track 42"):
-        summarize(t)
+        summarize(open_trace(path, validate=False))  # and an unvalidated open still fails cleanly
 
 
 def test_mfu_against_the_dtypes_peak_differs_where_the_bf16_weight_is_not_the_peak_ratio(tmp_path):

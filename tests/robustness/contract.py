@@ -45,12 +45,14 @@ def open_or_one_sentence(path: Path) -> bool:
         from explorer.cli.commands.info import describe
 
         from explorer.export import FORMATS
+        from explorer.model.analysis.summary import summarize
         from explorer.model.analysis.temporal import breakdown, stragglers
 
         describe(str(path))  # `trnx info`: meta only (no validation), row counts, chips, names
         trace = open_trace(path)
         for name in trace.table_names:
             trace.table(name).to_pandas()
+        summarize(trace)  # what `trnx validate` accepts, `trnx summary` summarises
         breakdown(trace)
         stragglers(trace)
         FORMATS["chrome-json"](trace, path.parent / "t.json", {})

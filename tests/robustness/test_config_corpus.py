@@ -163,3 +163,57 @@ def test_fuzzed_opgraph_values(where: str, value: object) -> None:
         p = Path(d) / "g.json"
         p.write_text(json.dumps(g))
         _use_opgraph(p)
+
+
+NUMERIC_KEYS = ["chips", "cores_per_chip", "tensor.rows", "tensor.cols", "tensor.clock_ghz", "tensor.moving_free_max",
+                "tensor.matmul_overhead_cycles", "tensor.macs_per_pe_cycle.bf16", "tensor.peak_tflops.bf16",
+                "vector.clock_ghz", "vector.elems_per_cycle.bf16", "scalar.clock_ghz", "gpsimd.elems_per_cycle",
+                "sbuf.bytes_per_core", "sbuf.partitions", "psum.banks", "psum.bank_bytes_per_partition",
+                "hbm.bandwidth_gbps", "hbm.capacity_bytes", "dma.engine_gbps", "dma.latency_ns", "dma.sim_queues_per_core",
+                "link.bandwidth_gbps", "runtime.kernel_launch_ns"]
+EXTREMES = st.sampled_from([0, 1, -1, 1e-300, 1e-9, 1e300, 2**31, 2**62, 2**62 * 1.0, 0.5, 3])
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=int(__import__("os").environ.get("FUZZ_EXAMPLES", 30)), deadline=None)
+@given(key=st.sampled_from(NUMERIC_KEYS), value=EXTREMES)
+def test_fuzzed_preset_numbers_load_and_capture_or_fail_in_one_sentence(key: str, value: object) -> None:
+    """Extreme numbers (1e-300 clocks, 2^62 cores, a tiny SBUF): the preset is refused in one
+    sentence, or a small GEMM captures with it (no OverflowError, ValueError or MemoryError)."""
+    import tomllib
+
+    import simcore
+
+    data = tomllib.loads(PRESET)
+    node = data
+    *path, last = key.split(".")
+    for p in path:
+        node = node[p]
+    node[last] = value
+    lines: list[str] = []
+
+    def emit(prefix: str, table: dict) -> None:  # TOML back out: scalars and inline tables first, then sub-tables
+        if prefix:
+            lines.append(f"[{prefix}]")
+        subtables = {}
+        for k, v in table.items():
+            if not isinstance(v, dict):
+                lines.append(f"{k} = {json.dumps(v)}")
+            elif all(not isinstance(x, dict) for x in v.values()) and "." in prefix + "." and k not in data:
+                lines.append(f"{k} = {{ {', '.join(f'{a} = {json.dumps(b)}' for a, b in v.items())} }}")
+            else:
+                subtables[k] = v
+        for k, v in subtables.items():
+            emit(f"{prefix}.{k}" if prefix else k, v)
+
+    emit("", data)
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "p.toml"
+        p.write_text("\n".join(lines) + "\n")
+        if not _use_hardware(p):
+            return
+        try:
+            simcore.capture(hardware=str(p), workload="gemm", shape="256,256,256", out_path=Path(d) / "t.trnx")
+        except UserError as exc:
+            assert_one_sentence(exc)
+            assert not (Path(d) / "t.trnx").exists()

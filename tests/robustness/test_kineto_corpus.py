@@ -97,7 +97,8 @@ CORPUS: dict[str, tuple[bytes, bool]] = {
     "overlapping-cpu-ops": (_doc([_k(cat="cpu_op", name="a", ts=0.0, dur=10.0, tid=1), _k(cat="cpu_op", name="b", ts=5.0, dur=10.0, tid=1),
                                  _k(cat="user_annotation", name="ProfilerStep#x", ts=0.0, dur=1.0, tid=1)]), True),
     "zero-length-everything": (_doc([_k(dur=0.0), _k(cat="cpu_op", dur=0.0), _k(cat="gpu_memcpy", name="Memcpy DtoH", dur=0.0)]), True),
-    "extreme-time-spread": (_doc([_k(ts=-3.9e15), _k(ts=3.9e15)]), True),
+    "extreme-time-spread": (_doc([_k(ts=-3.9e15), _k(ts=3.9e15)]), False),  # 247 years: more than a trace holds
+    "wide-but-valid-time-spread": (_doc([_k(ts=-1.1e15), _k(ts=1.1e15)]), True),  # 70 years
 }
 
 

@@ -133,3 +133,61 @@ def test_rows_on_undefined_tracks_never_crash_analyses_or_exports(bad: int, tmp_
     t["dma"]["track_id"] = np.array([2, bad], dtype=np.int32)
     t["counters"]["track_id"] = np.array([4, 4, bad], dtype=np.int32)
     open_or_one_sentence(write_trace(tmp_path / "t.trnx", t, meta={"hardware": HARDWARE}))
+
+
+# -- ids, times, counts and hardware figures (issue 12 items 5, 7, 10): any value in any id,
+# -- time or count column, or in any hardware key analyses read, validates and summarises or
+# -- is refused in one sentence; nothing is sized by a value read from the file.
+INT_COLUMNS = [(t, c) for t, cols in {
+    "tracks": ("track_id", "chip", "core"), "instructions": ("track_id", "start_ns", "dur_ns", "flops", "bytes"),
+    "dma": ("track_id", "start_ns", "dur_ns", "bytes", "partitions"),
+    "kernels": ("track_id", "chip", "core", "start_ns", "dur_ns", "flops", "model_flops", "hbm_read_bytes"),
+    "ops": ("start_ns", "dur_ns"), "counters": ("track_id", "time_ns"),
+}.items() for c in cols]
+EDGES = [0, 1, -1, 2**25, -(2**25), 2**31 - 1, -(2**31), 2**61, 2**61 + 1, 2**62, 2**63 - 1, -(2**63)]
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=60, deadline=None)
+@given(where=st.sampled_from(INT_COLUMNS), row=st.integers(0, 7),
+       value=st.sampled_from(EDGES) | st.integers(-(2**63), 2**63 - 1))
+def test_fuzzed_ids_times_and_counts(where: tuple[str, str], row: int, value: int) -> None:
+    import numpy as np
+
+    from simcore.trace import write_trace
+    from tracegen import HARDWARE, tiny_tables
+
+    table, column = where
+    t = tiny_tables()
+    col = np.array(t[table][column]).copy()
+    if col.dtype == np.int32 and not -(2**31) <= value < 2**31:
+        value = int(np.int64(value).astype(np.int32))  # what a flipped bit in an int32 column can hold
+    col[row % len(col)] = value
+    t[table][column] = col
+    with tempfile.TemporaryDirectory() as d:
+        open_or_one_sentence(write_trace(Path(d) / "t.trnx", t, meta={"hardware": HARDWARE}))
+
+
+HARDWARE_KEYS = ["chips", "cores_per_chip", "tensor.rows", "tensor.cols", "tensor.clock_ghz", "tensor.peak_tflops",
+                 "tensor.peak_tflops.bf16", "tensor.bf16_flop_weight", "tensor.bf16_flop_weight.bf16",
+                 "hbm.capacity_bytes", "hbm.bandwidth_gbps", "link.bandwidth_gbps", "tensor", "hbm"]
+NUMBERS = st.sampled_from([0, -1, 1e-300, 1e300, 2**62, 2**62 * 1.0, "lots", True, [], {}, None, 0.5])
+
+
+@pytest.mark.timeout(300)
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(HARDWARE_KEYS), value=NUMBERS | JSON_VALUES)
+def test_fuzzed_hardware_values(key: str, value: object) -> None:
+    import copy
+
+    from tracegen import HARDWARE, tiny_tables
+    from simcore.trace import write_trace
+
+    hw = copy.deepcopy(HARDWARE)
+    node = hw
+    *path, last = key.split(".")
+    for p in path:
+        node = node[p]
+    node[last] = value
+    with tempfile.TemporaryDirectory() as d:
+        open_or_one_sentence(write_trace(Path(d) / "t.trnx", tiny_tables(), meta={"hardware": hw}))

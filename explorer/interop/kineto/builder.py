@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from simcore.errors import UserError
 from simcore.trace import TraceWriter
+from simcore.trace.semantics import MAX_ABS_TIME_NS
 from explorer.interop.kineto import collectives as KC
 from explorer.interop.kineto.events import RankEvents, dur_ns, to_ns
 from explorer.interop.kineto.hta import counted, id_ranges
@@ -324,11 +326,17 @@ class Builder:
                 order = np.lexsort((cols["arrive_ns"], cols["track_id"]))
                 w.write("collectives", {k: _take(v, order) for k, v in cols.items()})
             lo, hi = self._span(kernels, dma)
+            counters = _concat(self.counters)
+            times = [lo, hi, *(f(counters["time_ns"]) for f in (np.min, np.max) if counters)]
+            if min(times) < -MAX_ABS_TIME_NS or max(times) > MAX_ABS_TIME_NS:
+                raise UserError(
+                    f"the profile's events span {(max(times) - min(times)) / 1e9 / 86400 / 365.25:,.0f} years, more than "
+                    "a trace holds (2^61 ns, 73 years, either side of its start): a timestamp is damaged or the ranks' clocks disagree."
+                )
             root = {"op_id": np.zeros(1, dtype=np.int64), "parent_id": np.full(1, -1, dtype=np.int64),
                     "level": _strings(["model"]), "name": _strings([root_name]), "kind": _strings(["model"]),
                     "start_ns": np.array([lo], dtype=np.int64), "dur_ns": np.array([hi - lo], dtype=np.int64)}
             w.write("ops", _concat([root, *self.ops]))
-            counters = _concat(self.counters)
             if counters:
                 w.write("counters", counters)
         return {"kernels": len(kernels.get("kernel_id", ())), "dma": len(dma.get("start_ns", ())),

@@ -84,7 +84,7 @@ def _assign_ranks(files: list[KinetoFile]) -> list[int]:
 
 def _hardware(files: list[KinetoFile], ranks: list[int], cores: int) -> dict[str, Any]:
     props = next((f.header.get("deviceProperties") for f in files if isinstance(f.header.get("deviceProperties"), list)), None)
-    hw: dict[str, Any] = {"name": "gpu", "chips": len(ranks), "cores_per_chip": max(cores, 1)}
+    hw: dict[str, Any] = {"name": "gpu", "chips": max(ranks) + 1, "cores_per_chip": max(cores, 1)}  # chip = rank
     if props and isinstance(props[0], dict):
         d = props[0]
         if isinstance(d.get("name"), str):

@@ -13,7 +13,6 @@ happens, the result is a `KinetoFile` or one `UserError` sentence.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -24,11 +23,14 @@ from typing import Any
 
 import orjson
 
-from simcore.errors import UserError
+from simcore.errors import LONG_INTEGER, UserError
 from explorer.interop.kineto.schema import decode
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_BYTES = 1 << 34  # 16 GiB of JSON: beyond that we refuse rather than exhaust memory
+GZIP_MAX_RATIO = 64  # profiler JSON gzips 10-20x; a file that inflates over 64x is refused (a gzip bomb)...
+GZIP_FLOOR = 64 << 20  # ...unless it stays under 64 MiB anyway
+GZIP_STEP = 1 << 16  # compressed bytes per decompress call
 
 
 @dataclass
@@ -41,8 +43,8 @@ class KinetoFile:
     repaired: str = ""  # how the file had to be repaired ("" when it parsed as-is)
 
 
-def _read_bytes(path: Path) -> tuple[bytes, str]:
-    """The file's JSON bytes (gunzipped when needed) and a note if the gzip was cut short."""
+def _read_bytes(path: Path) -> tuple[bytes | bytearray, str]:
+    """The file's JSON bytes (gunzipped when needed) and a note if the gzip was damaged or cut short."""
     try:
         raw = path.read_bytes()
     except IsADirectoryError:
@@ -53,24 +55,66 @@ def _read_bytes(path: Path) -> tuple[bytes, str]:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}.") from None
     if not raw.startswith(GZIP_MAGIC):
         return raw, ""
-    try:
-        return gzip.decompress(raw), ""
-    except (OSError, EOFError, zlib.error):
-        pass
-    # a truncated or corrupt gzip stream: keep what decompresses
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    return gunzip(path, raw)
+
+
+def gzip_limit(compressed: int) -> int:
+    """The most a gzip file of `compressed` bytes may inflate to (GZIP_MAX_RATIO, GZIP_FLOOR)."""
+    return min(MAX_BYTES, max(GZIP_FLOOR, GZIP_MAX_RATIO * compressed))
+
+
+def gunzip(path: Path, raw: bytes) -> tuple[bytearray, str]:
+    """Stream-decompress `raw` (one or more gzip members) in bounded memory.
+
+    Output stops at `gzip_limit(len(raw))`: a file that inflates further is refused in one
+    sentence before it is held in memory (a 6 MB gzip of spaces would otherwise become 6.4 GB).
+    Damage keeps everything that decompressed before it: the chunk that fails is fed again byte
+    by byte from a copy of the decompressor taken before it, so the last good bytes are kept."""
+    limit = gzip_limit(len(raw))
     out = bytearray()
-    step = 1 << 20
-    try:
-        for i in range(0, len(raw), step):
-            out += d.decompress(raw[i : i + step])
-            if len(out) > MAX_BYTES:
-                raise UserError(f"{path} decompresses to more than {MAX_BYTES >> 30} GiB.")
-    except zlib.error:
-        pass
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pos, pending, note = 0, b"", ""
+    while True:
+        if not pending:
+            if d.eof:  # a member ended: another may follow (gzip allows concatenation)
+                rest = d.unused_data + raw[pos:]
+                if not rest.strip(b"\x00"):
+                    break
+                if not rest.startswith(GZIP_MAGIC):
+                    note = "trailing garbage after the gzip data ignored"
+                    break
+                d, raw, pos = zlib.decompressobj(16 + zlib.MAX_WBITS), rest, 0
+            if pos >= len(raw):
+                note = "gzip stream cut short"
+                break
+            pending, pos = raw[pos : pos + GZIP_STEP], pos + GZIP_STEP
+        before = d.copy()
+        try:
+            out += d.decompress(pending, limit + 1 - len(out))
+        except zlib.error:
+            _salvage_gzip_chunk(before, pending, out, limit)
+            note = "gzip stream damaged"
+            break
+        pending = d.unconsumed_tail
+        if len(out) > limit:
+            raise UserError(
+                f"{path} inflates to more than {limit >> 20:,} MiB ({GZIP_MAX_RATIO}x its size), more than a profiler's "
+                "gzip does: refused as a likely gzip bomb; if it is genuine, gunzip it and import the .json."
+            )
     if not out:
         raise UserError(f"{path} is a damaged gzip file with no readable content.")
-    return bytes(out), "gzip stream cut short"
+    return out, note
+
+
+def _salvage_gzip_chunk(d: Any, chunk: bytes, out: bytearray, limit: int) -> None:
+    """Feed `chunk` byte by byte to `d`, appending output until the byte that fails."""
+    for i in range(len(chunk)):
+        try:
+            out += d.decompress(chunk[i : i + 1], limit + 1 - len(out))
+        except zlib.error:
+            return
+        if len(out) > limit:
+            return
 
 
 def load_kineto(path: str | os.PathLike[str]) -> KinetoFile:
@@ -80,7 +124,7 @@ def load_kineto(path: str | os.PathLike[str]) -> KinetoFile:
     return parse_kineto(p, data, note)
 
 
-def read_json_bytes(p: Path) -> tuple[bytes, str]:
+def read_json_bytes(p: Path) -> tuple[bytes | bytearray, str]:
     """The file's JSON as UTF-8 bytes (gunzipped, BOM dropped, UTF-16 re-encoded) and a
     note on any repair; one sentence for a file with nothing in it."""
     data, note = _read_bytes(p)
@@ -88,7 +132,7 @@ def read_json_bytes(p: Path) -> tuple[bytes, str]:
         data = data[3:]
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 (saved by a Windows editor)
         data = data.decode("utf-16", errors="replace").encode("utf-8", errors="replace")
-    if not data.strip():
+    if not data or data.isspace():  # (no stripped copy of a file that may be gigabytes)
         raise UserError(f"{p} is empty.")
     return data, note
 
@@ -113,6 +157,8 @@ def parse_kineto(p: Path, data: bytes, note: str) -> KinetoFile:
         pass
     except RecursionError:
         raise UserError(f"{p} nests JSON too deeply to be a Kineto trace.") from None
+    except ValueError:  # an integer literal longer than Python converts (4,300 digits)
+        raise UserError(f"{p} {LONG_INTEGER}") from None
     return _salvage(p, text, note)
 
 
@@ -132,13 +178,19 @@ def _from_document(path: Path, doc: Any, note: str) -> KinetoFile:
 
 # -- salvage: event by event ------------------------------------------------------------
 
-_STRING_OR_TRAILING_COMMA = re.compile(r'"(?:[^"\\]|\\.)*"|,(\s*[\]}])', re.S)
+# Possessive quantifiers: a string is matched without remembering a way back into it, so an
+# unterminated string 20 MB long costs no more than its length (the plain `(?:...)*` form made
+# the regex engine keep state per character: ~130x the file's size).
+_STRING_OR_TRAILING_COMMA = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|,(\s*[\]}])', re.S)
+_TRAILING_COMMA = re.compile(r",\s*[\]}]")
 _EVENTS_KEY = re.compile(r'"traceEvents"\s*:\s*\[')
 _HEADER_KEYS = ("distributedInfo", "deviceProperties", "schemaVersion", "traceName", "baseTimeNanoseconds")
 
 
 def _drop_trailing_commas(text: str) -> str:
     """Remove `,` before `]` or `}` outside strings (a linear scan; strings are left alone)."""
+    if _TRAILING_COMMA.search(text) is None:  # the usual case: nothing to remove, no pass over strings
+        return text
     return _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(0), text)
 
 
@@ -149,7 +201,7 @@ def _salvage(path: Path, text: str, note: str) -> KinetoFile:
     try:  # trailing commas were the only problem
         doc = decoder.decode(cleaned)
         return _from_document(path, doc, _join(note, "trailing commas removed"))
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # (JSONDecodeError is a ValueError, as is a 5,000-digit integer)
         pass
     header: dict[str, Any] = {}
     m = _EVENTS_KEY.search(cleaned)
@@ -162,7 +214,7 @@ def _salvage(path: Path, text: str, note: str) -> KinetoFile:
                 continue
             try:
                 header[key], _ = decoder.raw_decode(head_text, km.end())
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):
                 pass
     else:
         stripped = cleaned.lstrip()
@@ -187,7 +239,7 @@ def _decode_array_items(decoder: json.JSONDecoder, text: str, pos: int) -> list[
             break
         try:
             item, pos = decoder.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             break
         items.append(item)
     return items

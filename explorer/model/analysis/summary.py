@@ -92,21 +92,28 @@ UNIT_FLAGS = ("has_work", "in_scope", *(f"has_{e}" for e in ENGINES), "has_dma",
 
 
 class _Units:
-    """Unit ids: chip * width + core + 1 (core -1 is a chip's chip-level unit)."""
+    """Unit ids: one per (chip, core) pair the trace has (core -1 is a chip's chip-level
+    unit), numbered in chip then core order. Sized by the pairs present, never by the
+    largest chip or core number, so a sparse numbering costs nothing."""
 
-    def __init__(self, tracks: Tracks, kernel_chip: np.ndarray, kernel_core: np.ndarray) -> None:
-        chips = np.concatenate([tracks.chip, kernel_chip]) if len(kernel_chip) else tracks.chip
-        cores = np.concatenate([tracks.core, kernel_core]) if len(kernel_core) else tracks.core
-        self.width = int(cores.max()) + 2 if len(cores) else 1
-        self.n_chips = int(chips.max()) + 1 if len(chips) else 0
-        self.n = max(self.n_chips * self.width, 1)
+    def __init__(self, tracks: Tracks, kernel_chip: np.ndarray, kernel_core: np.ndarray, cc_chip: np.ndarray) -> None:
+        on_chip = tracks.chip >= 0
+        chips = np.concatenate([tracks.chip[on_chip], kernel_chip, cc_chip]).astype(np.int64)
+        cores = np.concatenate([tracks.core[on_chip], kernel_core, np.full(len(cc_chip), -1)]).astype(np.int64)
+        every_chip = np.unique(chips)
+        keys = np.unique(np.concatenate([self._key(chips, cores), self._key(every_chip, np.full(len(every_chip), -1))]))
+        self.keys = keys if len(keys) else self._key(np.zeros(1, np.int64), np.full(1, -1))
+        self.n = len(self.keys)
+
+    @staticmethod
+    def _key(chip: np.ndarray, core: np.ndarray) -> np.ndarray:
+        return (chip.astype(np.int64) << 32) + core.astype(np.int64) + 1
 
     def of(self, chip: np.ndarray, core: np.ndarray) -> np.ndarray:
-        return chip.astype(np.int64) * self.width + core.astype(np.int64) + 1
+        return np.minimum(np.searchsorted(self.keys, self._key(chip, core)), self.n - 1)
 
     def chip_core(self) -> tuple[np.ndarray, np.ndarray]:
-        ids = np.arange(self.n)
-        return ids // self.width, ids % self.width - 1
+        return self.keys >> 32, (self.keys & 0xFFFFFFFF) - 1
 
 
 def _whole_window(scope: Scope, trace: Trace) -> bool:
@@ -125,7 +132,7 @@ def per_unit(trace: Trace, scope: Scope, tracks: Tracks | None = None, peaks: Pe
     whole = _whole_window(scope, trace)
     kernels = trace.kernels
     k_chip, k_core = num(kernels, "chip"), num(kernels, "core")
-    units = _Units(tracks, k_chip, k_core)
+    units = _Units(tracks, k_chip, k_core, num(trace.collectives, "chip"))
     out: dict[str, np.ndarray] = {name: np.zeros(units.n, dtype=np.int64) for name in UNIT_SUMS}
     for name in ("hardware_flops", "model_flops", "hardware_flops_bf16", "transpose_flops",
                  "transpose_flops_bf16", "unknown_dtype_flops", "peak_time_ns", "transpose_peak_time_ns",
