@@ -185,9 +185,12 @@ class IndexRecorder:
         if self.gave_up is not None or not any(t.rows for t in self.tables.values()):
             return False
         try:
-            trace = open_trace(path, validate=False)
-        except (UserError, OSError):  # not there or not readable: the index is only a cache
+            return self._save(path)
+        except (UserError, OSError):  # not there, not readable, a table the index refuses: it is only a cache
             return False
+
+    def _save(self, path: str | Path) -> bool:
+        trace = open_trace(path, validate=False)
         if sum(trace.row_count(n) for n in (*RECORDED, *READ_AT_SAVE)) < SAVE_MIN_EVENTS:
             return False
         if any(trace.row_count(n) != t.rows for n, t in self.tables.items()):
