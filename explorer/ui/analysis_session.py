@@ -10,11 +10,8 @@ Panels only ever read model objects from it; they compute nothing.
 
 from __future__ import annotations
 
-import sys
-import threading
-import traceback
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal
@@ -24,29 +21,13 @@ from explorer.model.timeline.selection import area_scope
 from explorer.model.analysis.trace_analysis import TraceAnalysis
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.view_state import ViewState
-from simcore.errors import UserError, describe, user_caused
+from explorer.ui.worker import Worker
+from simcore.errors import UserError
 
 NODE_LEVELS = ("op", "kernel", "instruction", "dma")
 
 
-class _Bridge(QObject):
-    """Lives on the GUI thread; worker threads emit on it to hand results back."""
-
-    finished = Signal(object)  # (callback, ok, value)
-
-
-_bridge: _Bridge | None = None
-_executor: ThreadPoolExecutor | None = None
-_lock = threading.Lock()
-
-
-def _deliver(item: tuple[Callable[[bool, Any], None], bool, Any]) -> None:
-    callback, ok, value = item
-    try:
-        callback(ok, value)
-    except RuntimeError as exc:  # the receiving widget was closed meanwhile
-        if "deleted" not in str(exc):
-            raise
+_worker = Worker("trnx-analysis", "run this analysis")
 
 
 def run_in_background(fn: Callable[[], Any], callback: Callable[[bool, Any], None]) -> Future:
@@ -55,24 +36,7 @@ def run_in_background(fn: Callable[[], Any], callback: Callable[[bool, Any], Non
     One worker for the whole app: analyses of a trace never race each other, and a
     burst of requests (zooming) queues rather than fighting for the two cores.
     """
-    global _bridge, _executor
-    with _lock:
-        if _bridge is None:
-            _bridge = _Bridge()
-            _bridge.finished.connect(_deliver)
-            _executor = ThreadPoolExecutor(1, thread_name_prefix="trnx-analysis")
-    bridge = _bridge
-
-    def work() -> None:
-        try:
-            value, ok = fn(), True
-        except Exception as exc:  # one sentence; a bug also keeps its traceback on stderr
-            if not user_caused(exc):
-                traceback.print_exc(file=sys.stderr)
-            value, ok = describe(exc, "run this analysis"), False
-        bridge.finished.emit((callback, ok, value))
-
-    return _executor.submit(work)
+    return _worker.submit(fn, callback)
 
 
 class Latest:

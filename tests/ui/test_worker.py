@@ -1,0 +1,40 @@
+"""The background workers: results on the GUI thread, failures as one sentence, the kinds apart."""
+
+from __future__ import annotations
+
+import threading
+
+from explorer.ui.analysis_session import run_in_background
+from explorer.ui.tools.background import run_tool
+from simcore.errors import UserError
+
+
+def _collect(results: list):
+    return lambda ok, value: results.append((ok, value, threading.current_thread() is threading.main_thread()))
+
+
+def test_results_and_failures_come_back_on_the_gui_thread(qtbot, capsys):
+    results: list = []
+    run_tool(lambda: 42, _collect(results))
+    run_tool(lambda: (_ for _ in ()).throw(UserError("no such column 'x'.")), _collect(results))
+    run_tool(lambda: 1 / 0, _collect(results))
+    qtbot.waitUntil(lambda: len(results) == 3, timeout=5000)
+    assert results[0] == (True, 42, True)
+    assert results[1] == (False, "no such column 'x'.", True)
+    assert results[2] == (False, "an internal error (ZeroDivisionError) stopped the attempt to run this tool; this is a "
+                                 "bug in trn3-explorer, please report it with the details printed on stderr.", True)
+    assert "ZeroDivisionError" in capsys.readouterr().err  # a bug keeps its traceback for the report
+
+
+def test_a_long_analysis_does_not_hold_up_a_tool(qtbot):
+    release = threading.Event()
+    analysis: list = []
+    tool: list = []
+    run_in_background(lambda: release.wait(10), _collect(analysis))
+    run_tool(lambda: "query done", _collect(tool))
+    try:
+        qtbot.waitUntil(lambda: tool == [(True, "query done", True)], timeout=5000)
+        assert analysis == []  # still running
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: analysis == [(True, True, True)], timeout=5000)
