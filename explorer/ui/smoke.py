@@ -6,7 +6,8 @@ recommendations) to be filled and reports, in seconds from the moment the window
 opening the trace (Python, Qt and the empty window are ready by then): `open_s` when the
 trace is shown, `first_frame_s` when the timeline's first frame is painted, `analyses_s`
 when the panels show their numbers; and `peak_rss_mb`, the process's peak resident memory
-(the memory-mapped trace's pages it touched count).
+(the memory-mapped trace's pages it touched count), taken once the Statistics panel's
+whole-trace query (which waits for the analyses) has finished too.
 
 A screenshot (explorer.ui.screenshot) is taken once the analysis panels show their numbers.
 """
@@ -77,6 +78,10 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
             window.close()
             raise UserError(f"the analyses failed: {failed[0]}")
         out["analyses_s"] = filled[0] - t0
+        stats = window.tools.statistics  # started when the analyses were shown: its memory counts too
+        while stats.busy:
+            QApplication.processEvents()
+            time.sleep(0.002)
     if screenshot is not None:
         try:
             if path is not None:

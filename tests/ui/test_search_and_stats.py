@@ -127,3 +127,37 @@ def test_statistics_of_the_selected_area(window, qtbot):
     panel.findChild(QCheckBox, "stats-in-area").setChecked(True)
     qtbot.waitUntil(lambda: not panel.busy and set(rows(panel)) == {"TensorTensor"}, timeout=10_000)
     assert rows(panel)["TensorTensor"]["count"] == 100
+
+
+def test_a_new_traces_statistics_wait_for_its_analyses(qtbot, trace_path, monkeypatch):
+    """The whole-trace statistics query starts once the analysis panels are filled, not beside
+    their computation (on a big trace the two fought over the cores and memory)."""
+    import threading
+
+    from explorer.model.analysis.trace_analysis import TraceAnalysis
+    from explorer.ui import open_window
+
+    gate = threading.Event()
+    compute = TraceAnalysis.for_window.__func__
+
+    def held_back(cls, index):
+        gate.wait(30)
+        return compute(cls, index)
+
+    monkeypatch.setattr(TraceAnalysis, "for_window", classmethod(held_back))
+    w = open_window(None)
+    qtbot.addWidget(w)
+    w.panels["Statistics"].raise_()
+    panel = w.findChild(QWidget, "statistics")
+    status = panel.findChild(QLabel, "stats-status")
+    try:
+        w.open_path(trace_path)
+        qtbot.waitUntil(lambda: w.loaded is not None, timeout=20_000)
+        qtbot.wait(300)
+        assert w.analysis.session.computing
+        assert not panel.busy and panel.model.rowCount() == 0 and status.text() == "waiting for the analyses\u2026"
+    finally:
+        gate.set()
+    qtbot.waitUntil(lambda: w.analysis.session.analysis is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: not panel.busy and panel.model.rowCount() > 0, timeout=20_000)
+    assert rows(panel)["MultiplyMoving"]["count"] > 0

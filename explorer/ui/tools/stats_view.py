@@ -59,6 +59,7 @@ class QtStatistics(QWidget):
         self._generation = 0
         self.busy = False
         self.stale = False
+        self.held = False
 
         self.grouping = QComboBox(objectName="stats-grouping")
         self.grouping.addItems(list(GROUPINGS))
@@ -116,12 +117,22 @@ class QtStatistics(QWidget):
         self.model.set_frame(None)
         self._clear_histogram()
         self.stale = trace is not None
-        if self.stale and self.isVisible():
+        if self.stale and self.held:
+            self.status.setText("waiting for the analyses\u2026")
+        elif self.stale and self.isVisible():
+            self.refresh()
+
+    def hold(self, held: bool) -> None:
+        """While `held` (the window's analyses are being computed) a newly shown trace's statistics
+        wait; they start once released, if the panel is visible. A query the user asks for
+        (grouping, area) still runs at once."""
+        self.held = held
+        if not held and self.stale and self.isVisible():
             self.refresh()
 
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
-        if self.stale:
+        if self.stale and not self.held:
             self.refresh()
 
     def show_area(self, area: Scope | None) -> None:
