@@ -78,3 +78,13 @@ def model_params(cfg: ModelConfig, phase: str, batch: int, seq: int, context: in
         params["seq"] = seq
         params["context"] = context
     return params
+
+
+def fusion_on(c: Any, phase: str) -> bool:
+    """Whether a model step runs fused kernels: --fusion on (the default) for inference phases
+    (the fused kernels are NxD Inference's; a training step keeps one kernel per op)."""
+    from simcore.workloads.fusion import FUSION_MODES
+
+    if c.fusion not in FUSION_MODES:
+        raise ConfigError(f"unknown --fusion '{c.fusion}'; choose one of {', '.join(FUSION_MODES)}.")
+    return c.fusion == "on" and phase != "train"

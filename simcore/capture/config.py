@@ -10,13 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from simcore.capture.checks import model_params, model_shape, parse_index_list, positive
+from simcore.capture.checks import fusion_on, model_params, model_shape, parse_index_list, positive
 from simcore.capture.multichip.config import check_single_chip_options, is_multichip, resolve_lnc, resolve_multichip
 from simcore.capture.multichip.spec import MultiChip
 from simcore.capture.options import DETAILS, CaptureConfig, default_of
 from simcore.errors import ConfigError
 from simcore.hardware import Hardware, load_hardware
 from simcore.workloads import MICROBENCHMARKS, MODELS, Workload, microbenchmark
+from simcore.workloads.fusion import fuse_ops
 from simcore.workloads.llm import model_ops
 from simcore.workloads.memory import check_fits
 from simcore.workloads.opgraph import MATMULS, load_opgraph
@@ -69,6 +70,8 @@ def _model_workload(c: CaptureConfig, hw: Hardware, compute_cores: int, dtype: s
     mem = check_fits(cfg, phase, batch, seq, context, dtype, hw.hbm_capacity, hw.name, 1)
     rng = np.random.default_rng(c.seed)
     ops = model_ops(cfg, phase, batch, seq, context, layers, dtype, rng)
+    if fusion_on(c, phase):
+        ops = fuse_ops(ops)
     params = model_params(cfg, phase, batch, seq, context, layers)
     wl = Workload(cfg.name, cfg.display, "model", dtype, ops, params, phase,
                   {L: f"layer {L}" for L in range(layers)})

@@ -26,6 +26,7 @@ from simcore.collectives.cost import ALGORITHMS
 from simcore.dtypes import BF16, MATMUL_DTYPES
 from simcore.errors import ConfigError
 from simcore.workloads import PHASES
+from simcore.workloads.fusion import FUSION_MODES
 
 DETAILS = ("kernel", "instruction")
 DEFAULT_CONTEXT = 4096   # decode's tokens already cached when --context is not given (prefill/train: 0)
@@ -139,6 +140,9 @@ class CaptureConfig:
                                label="Data type")
     layers: int | None = option("Simulate the first N layers only.", kind="int", default_text="all",
                                 group=WORKLOAD)
+    fusion: str = option("Model steps run NxD Inference's fused NKI kernels (norm + QKV + RoPE, norm + MLP, flash "
+                         "decoding) or one kernel per op (a what-if; docs/simulator.md, Fusion).", kind="choice",
+                         choices=FUSION_MODES, default="on", group=WORKLOAD)
     # -- detail and cores
     detail: str | None = option("kernel: kernels on every core; instruction: plus engine instructions, DMA and "
                                 "flows for --cores.", kind="choice", choices=DETAILS,

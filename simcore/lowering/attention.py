@@ -29,7 +29,7 @@ from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.matmul import _expand
 from simcore.lowering.engines import GPSIMD, MATRIX, SCALAR, TENSOR, VECTOR
-from simcore.lowering.program import OP as OPC, ProgramBuilder
+from simcore.lowering.program import OP as OPC, ROLE_IN, ROLE_OUT, ProgramBuilder
 
 CHUNK = 512
 SLOTS = 64.0
@@ -241,7 +241,7 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     b.dma((np.arange(NLD) + 1) % LQ, kv.ld_key + 0.5, v_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(rel,))
     q_rel = np.where(q_rel_u >= 0, ids_fin + np.maximum(q_rel_u, 0), -1)
     got = b.dma((np.arange(n_units) + 2) % LQ, q_key, (u_rows * s.d_qk * 2).astype(np.int64), min(P, s.d_qk), "hbm", "sbuf",
-                hw=hw, trigger_deps=(q_rel,))
+                hw=hw, trigger_deps=(q_rel,), role=ROLE_IN)
     assert got[0] == q_dma
     # -- S = Q K^T per chunk (one pass per 128 of d_qk)
     pc, pl = _expand(np.full(NCH, dpass))
@@ -297,7 +297,8 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     fin = b.add(VECTOR, fin_key, C.vector_ns(hw, np.full(n_units, s.d_v), "fp32"), "TensorScalar", "fp32",
                 (ids_upd + last_chunk_of_unit,), bytes=(u_rows * s.d_v * 6).astype(np.int64))
     assert fin[0] == ids_fin
-    b.dma(np.full(n_units, Q - 1), fin_key + 0.5, (u_rows * s.d_v * 2).astype(np.int64), u_rows, "sbuf", "hbm", (fin,), hw=hw)
+    b.dma(np.full(n_units, Q - 1), fin_key + 0.5, (u_rows * s.d_v * 2).astype(np.int64), u_rows, "sbuf", "hbm", (fin,), hw=hw,
+          role=ROLE_OUT)
     next_key = float(gkey[-1] + SLOTS * 2)
     if s.backward:
         next_key = _lower_backward_extra(b, hw, s, kv, u_rows, first_chunk_of_unit, last_chunk_of_unit, c_unit, c_len,

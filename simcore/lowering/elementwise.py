@@ -22,7 +22,7 @@ from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.engines import GPSIMD, SCALAR, VECTOR
-from simcore.lowering.program import ProgramBuilder
+from simcore.lowering.program import ROLE_IN, ROLE_OUT, ProgramBuilder
 
 NBUF = 3
 MAX_COLS = 8192  # widest column chunk per tile (16 KiB of BF16 per partition per DMA: well past the 4 KiB DMA knee)
@@ -137,7 +137,7 @@ def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: fl
     ready = []
     for j, eb in enumerate(k.loads):
         got = b.dma((np.arange(T) + j) % LQ, key + 0.1 * (j + 1), (rows * cols * eb).astype(np.int64), rows, "hbm",
-                    "sbuf", hw=hw, trigger_deps=(rel,))
+                    "sbuf", hw=hw, trigger_deps=(rel,), role=ROLE_IN + j)
         ready.append(got)
     prev = ready
     for j, st in enumerate(k.steps):
@@ -149,7 +149,7 @@ def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: fl
         prev = [got]
     for j, eb in enumerate(k.stores):
         b.dma(np.full(T, Q - 1), key + 1 + len(k.steps) + 0.1 * (j + 1), (rows * cols * eb).astype(np.int64), rows,
-              "sbuf", "hbm", tuple(prev), hw=hw)
+              "sbuf", "hbm", tuple(prev), hw=hw, role=ROLE_OUT if j == 0 else 0)
     return float(key[-1] + slots + 1)
 
 

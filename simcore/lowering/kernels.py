@@ -18,11 +18,13 @@ from functools import lru_cache
 from simcore.errors import ConfigError, size_text
 from simcore.hardware import Hardware
 from simcore.lowering import elementwise as E
+from simcore.lowering import fused as F
 from simcore.lowering.attention import AttentionShape, lower_attention
 from simcore.lowering.matmul import lower_matmul
 from simcore.lowering.program import Program, ProgramBuilder
 from simcore.workloads.ops import Op
 
+NARROW_MIN_COLS = 64  # a tensor-parallel matmul shard splits its columns over cores down to this many each
 POINTWISE = ("residual_add", "silu_mul", "rope", "embedding", "silu_mul_backward")
 ROWWISE = {
     "rmsnorm": E.rmsnorm, "softmax": E.softmax, "residual_add": E.residual_add, "silu_mul": E.silu_mul,
@@ -50,10 +52,73 @@ def _leaf(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+def _shard_fused(op: Op, cores: int) -> list[KernelSpec | None]:
+    """A fused kernel (simcore.workloads.fusion) on each core: its matmul's share as the matmul alone would
+    be split, the prologue (residual add, norm) on the rows that share reads, the epilogue (RoPE, SwiGLU) on
+    the columns it writes, and -- in the TKG MLP kernel -- the down projection over the core's SwiGLU
+    columns (a contraction slice) with a cross-core reduction of the partial sums."""
+    parts = op.params["parts"]
+    mi = next(i for i, o in enumerate(parts) if o.kind == "matmul")
+    mm = parts[mi]
+    specs = shard(mm, cores)
+    active = sum(sp is not None for sp in specs)
+    name = _leaf(op.name)
+    out: list[KernelSpec | None] = []
+    for sp in specs:
+        if sp is None:
+            out.append(None)
+            continue
+        (mc, kk, nc), = sp.args
+        quant = sp.kind == "matmul_q"
+        stages: list[tuple] = [("rowwise", o.kind, mc, o.params["cols"]) for o in parts[:mi]]
+        stages.append(("matmul", quant, mc, kk, nc))
+        flops = sp.model_flops
+        col_split = nc < mm.params["n"]
+        for o in parts[mi + 1:]:
+            if o.kind == "rope":      # RoPE over the core's QKV columns (V passes through)
+                stages.append(("rowwise", "rope", mc, nc))
+            elif o.kind == "silu_mul":
+                stages.append(("rowwise", "silu_mul", mc, max(1, nc // 2)))
+            elif o.kind == "matmul":  # the TKG MLP's down projection
+                h = o.params["n"]
+                f_c = max(1, nc // 2) if col_split else o.params["k"]
+                stages.append(("matmul", quant, mc, f_c, h))
+                flops += 2 * mc * f_c * h
+                if col_split and active > 1:
+                    stages.append(("reduce", mc, h, active))
+        out.append(KernelSpec(name, "fused", tuple(stages), op.dtype, flops))
+    return out
+
+
+def _shard_split_kv(op: Op, cores: int) -> list[KernelSpec | None] | None:
+    """Flash decoding: when a chip has fewer (sequence, KV head) pairs than cores, each pair's keys are
+    split over cores // pairs cores, so every KV head is read once per chip and no core idles; the
+    partial outputs (with their row max and sum) are combined by a cross-core reduction. None when every
+    core already has a pair of its own."""
+    p = op.params
+    H, KV = p["q_heads"], p.get("kv_heads", p["q_heads"])
+    pairs = p["batch"] * KV
+    if pairs >= cores or p.get("backward") or p["q_len"] > 8:
+        return None
+    splits = cores // pairs
+    kvl = -(-p["kv_len"] // splits)
+    d_v = p.get("d_v", 128)
+    s = AttentionShape(1, H // KV, 1, p["q_len"], kvl, p.get("d_qk", 128), d_v, False)
+    stages = (("attention", s), ("reduce", s.q_heads * s.q_len, d_v + 2, splits))
+    spec = KernelSpec("flash_decode_split_kv", "fused", stages, "bf16", s.model_flops())
+    return [spec if c < pairs * splits else None for c in range(cores)]
+
+
 def shard(op: Op, cores: int) -> list[KernelSpec | None]:
     """The kernel each of `cores` compute cores runs for `op` (None: the core idles)."""
     p, k = op.params, op.kind
     out: list[KernelSpec | None] = [None] * cores
+    if k == "fused":
+        return _shard_fused(op, cores)
+    if k == "attention" and p.get("split_kv"):
+        got = _shard_split_kv(op, cores)
+        if got is not None:
+            return got
     if k == "matmul":
         m, kk, n = p["m"], p["k"], p["n"]
         q = bool(p.get("quantize_a", False))
@@ -69,7 +134,9 @@ def shard(op: Op, cores: int) -> list[KernelSpec | None]:
                 for mc in _split(m, cores)]
         kind = "matmul_q" if q else "matmul"
         if p.get("partial_n"):  # a tensor-parallel shard too narrow for every core: split over as many as fit
-            parts = max((c for c in range(1, cores + 1) if n % c == 0 and n // c >= 128), default=1)
+            # at least 64 columns a core: below that a MultiplyMoving costs the same (its 64-cycle floor), above it
+            # every core streams its own weights -- a 70B QKV shard of 768 columns on all 8 cores, not 6
+            parts = max((c for c in range(1, cores + 1) if n % c == 0 and n // c >= NARROW_MIN_COLS), default=1)
             if parts > 1:
                 nc = n // parts
                 return [KernelSpec(name, kind, ((m, kk, nc),), op.dtype, 2 * m * kk * nc) if c < parts else None
@@ -136,6 +203,8 @@ def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
         lq = max(1, hw.dma_queues - 1)
         return Program.concat([_lower_problem(hw_key, m, k, n, spec.dtype, spec.kind == "matmul_q", i % lq)
                                for i, (m, k, n) in enumerate(spec.args)])
+    elif spec.kind == "fused":
+        return _lower_fused(hw_key, spec.args, spec.dtype)
     elif spec.kind == "attention":
         lower_attention(b, hw, spec.args[0])
     elif spec.kind == "adamw":
@@ -156,6 +225,37 @@ def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
     return b.build()
 
 
+def _lower_stage(hw_key: str, stage: tuple, dtype: str) -> Program:
+    hw = _HW[hw_key]
+    kind = stage[0]
+    if kind == "matmul":
+        _, quant, m, k, n = stage
+        return _lower_problem(hw_key, m, k, n, dtype, quant, 0)
+    b = ProgramBuilder()
+    if kind == "rowwise":
+        E.lower_rowwise(b, hw, F.ROWWISE_STAGES[stage[1]][0](stage[2], stage[3]))
+    elif kind == "attention":
+        lower_attention(b, hw, stage[1])
+    elif kind == "reduce":
+        F.lower_core_reduce(b, hw, stage[1], stage[2], stage[3])
+    else:
+        raise ValueError(f"no lowering for fused stage {kind}")
+    return b.build()
+
+
+def _lower_fused(hw_key: str, stages: tuple, dtype: str) -> Program:
+    """The stages lowered one by one and joined: what passes from one stage to the next stays in SBUF."""
+    progs = [_lower_stage(hw_key, st, dtype) for st in stages]
+    drop_in: list[tuple[int, ...]] = [()]
+    drop_out = [False] * len(stages)
+    for j in range(1, len(stages)):
+        cur, prev = stages[j], stages[j - 1]
+        drop_in.append(F.ROWWISE_STAGES[cur[1]][1] if cur[0] == "rowwise" else (0,) if cur[0] == "matmul" else ())
+        drop_out[j - 1] = not (prev[0] == "rowwise" and prev[1] == "residual_add")  # the residual stream is kept
+    hw = _HW[hw_key]
+    return F.fuse_programs(progs, drop_in, drop_out, hw.sbuf_budget, hw.psum_banks * hw.psum_bank_bytes)
+
+
 @lru_cache(maxsize=1024)
 def _lower_problem(hw_key: str, m: int, k: int, n: int, dtype: str, quantize_a: bool, queue0: int) -> Program:
     b = ProgramBuilder()
@@ -172,6 +272,18 @@ MAX_INSTRUCTIONS = 50_000_000
 def estimate_instructions(hw: Hardware, spec: KernelSpec) -> int:
     """A quick upper estimate of a kernel's instruction count, before lowering it."""
     P = hw.partitions
+    if spec.kind == "fused":
+        total = 0
+        for st in spec.args:
+            if st[0] == "matmul":
+                total += estimate_instructions(hw, KernelSpec(spec.name, "matmul", (st[2:],), spec.dtype, 0))
+            elif st[0] == "attention":
+                total += estimate_instructions(hw, KernelSpec(spec.name, "attention", (st[1],), "bf16", 0))
+            elif st[0] == "rowwise":
+                total += estimate_instructions(hw, KernelSpec(spec.name, st[1], st[2:], "bf16", 0))
+            else:
+                total += 16 + 2 * st[3]
+        return total
     if spec.kind in ("matmul", "matmul_q"):
         kp = hw.contraction_per_pass(spec.dtype)
         return sum(-(-m // P) * -(-k // kp) * (-(-n // 512) + 1) + 16 for m, k, n in spec.args)

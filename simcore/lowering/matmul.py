@@ -28,7 +28,7 @@ from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering.engines import MATRIX, SCALAR, TENSOR, VECTOR
-from simcore.lowering.program import OP as C_OP, ProgramBuilder
+from simcore.lowering.program import OP as C_OP, ROLE_IN, ROLE_OUT, ProgramBuilder
 
 MOVING = 512
 SPAN = 1e7  # program-order key space per block
@@ -250,7 +250,7 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     qa = (queue0 + 2 * np.arange(NB)) % LQ
     qb = (queue0 + 2 * np.arange(NB) + 1) % LQ
     got = b.dma(qa[a_blocks], base[a_blocks] + 0.2, a_bytes[a_blocks], P, "hbm", "sbuf", hw=hw, trigger_deps=(relA,),
-                dtype="bf16" if quantize_a else dtype)
+                dtype="bf16" if quantize_a else dtype, role=ROLE_IN)
     assert got[0] == dmaA
     b.dma(qb, base + 0.4, b_bytes, P, "hbm", "sbuf", hw=hw, trigger_deps=(relB,), dtype=dtype)
     a_ready = dmaA + np.arange(NA)
@@ -340,6 +340,6 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
               bytes=(st_rows * st_cols * 6).astype(np.int64))
         done = (castid + np.arange(NST),)
     b.dma(np.full(NST, store_queue), st_key, (st_rows * st_cols * 2).astype(np.int64), st_rows, "sbuf", "hbm", done,
-          hw=hw)
+          hw=hw, role=ROLE_OUT)
     assert b.count == stdma + NST
     return MatmulInfo(2 * m * k * n, plan), key0 + NB * span + span

@@ -42,6 +42,8 @@ OPCODES = Vocab((
     "CcReduceScatter", "CcAllGather", "CcAllToAll", "CcSend", "CcRecv",
     # the runtime's work on a core (`Runtime` rows, simcore.timing.runtime)
     "HostStep", "StepLaunch", "OpBarrier", "KernelLaunch",
+    # the cores of one kernel meeting to exchange partial results (simcore.lowering.fused)
+    "CoreBarrier",
 ))
 DTYPES = Vocab(tuple(DTYPE_TABLE))   # the trace's dtype codes: simcore.dtypes' table order
 MEMORIES = Vocab(("hbm", "sbuf", "psum", "remote"))
@@ -50,6 +52,11 @@ DT = DTYPES.codes
 MEM = MEMORIES.codes
 
 _FIELDS_I64 = ("flops", "bytes", "hbm_read", "hbm_write")
+
+# What tensor a DMA moves, for fused kernels (simcore.lowering.fused): ROLE_IN + j loads the kernel's j-th
+# activation input, ROLE_OUT stores its output, ROLE_LINK marks the first instruction of a stage that
+# consumes the stage before it in SBUF; 0 is anything else (weights, caches, compute).
+ROLE_IN, ROLE_OUT, ROLE_LINK = 1, 16, 32
 
 
 @dataclass
@@ -69,10 +76,14 @@ class Program:
     hbm_read: np.ndarray    # int64 bytes read from HBM
     hbm_write: np.ndarray   # int64 bytes written to HBM
     pe: np.ndarray          # bool: runs on the PE array (subject to the power throttle)
+    role: np.ndarray        # int8: which tensor a DMA moves (ROLE_*), 0 otherwise
     dep_ptr: np.ndarray     # int64 CSR over instructions
     dep_idx: np.ndarray     # int64 indices of earlier instructions
     sbuf_bytes: int = 0     # SBUF footprint of the kernel's buffers
     psum_bytes: int = 0     # PSUM footprint
+
+    ARRAYS = ("engine", "dur", "lat", "opcode", "dtype", "flops", "bytes", "partitions", "src", "dst", "hbm_read",
+              "hbm_write", "pe", "role")
 
     def __len__(self) -> int:
         return len(self.engine)
@@ -95,9 +106,7 @@ class Program:
         offs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         ndeps = np.array([len(p.dep_idx) for p in parts], np.int64)
         doffs = np.concatenate([[0], np.cumsum(ndeps)[:-1]])
-        arrays = {f: np.concatenate([getattr(p, f) for p in parts]) for f in (
-            "engine", "dur", "lat", "opcode", "dtype", "flops", "bytes", "partitions", "src", "dst", "hbm_read",
-            "hbm_write", "pe")}
+        arrays = {f: np.concatenate([getattr(p, f) for p in parts]) for f in Program.ARRAYS}
         dep_idx = np.concatenate([p.dep_idx + o for p, o in zip(parts, offs)])
         dep_ptr = np.concatenate([[0]] + [p.dep_ptr[1:] + d for p, d in zip(parts, doffs)]).astype(np.int64)
         return Program(**arrays, dep_ptr=dep_ptr, dep_idx=dep_idx.astype(np.int64),
@@ -121,6 +130,7 @@ class _Batch:
     hbm_read: np.ndarray | int = 0
     hbm_write: np.ndarray | int = 0
     pe: bool = False
+    role: int = 0
 
 
 @dataclass
@@ -154,21 +164,25 @@ class ProgramBuilder:
         return ids
 
     def dma(self, queue: int, key, nbytes, partitions, src: str, dst: str, deps=(), *, hw, trigger_deps=(),
-            dtype: str = "bf16") -> np.ndarray:
+            dtype: str = "bf16", role: int = 0) -> np.ndarray:
         """A DMA transfer triggered from the Sync engine: a DmaTrigger (descriptor generation)
-        then the transfer on DMA queue `queue` after the fixed latency. Returns transfer ids."""
+        then the transfer on DMA queue `queue` after the fixed latency. Returns transfer ids.
+        `role` (ROLE_*) says which tensor it moves; trigger and transfer both carry it."""
         key = np.atleast_1d(np.asarray(key, np.float64))
         n = len(key)
         nbytes = np.broadcast_to(np.asarray(nbytes, np.int64), (n,))
         partitions = np.broadcast_to(np.asarray(partitions, np.int64), (n,))
         d = hw.data["dma"]
         trig = self.add(SYNC, key - 1e-3, d["descriptor_ns"], "DmaTrigger", dtype, tuple(trigger_deps))
-        return self.add(
+        self.batches[-1].role = role
+        got = self.add(
             N_COMPUTE_ENGINES + np.asarray(queue), key, dma_ns(hw, nbytes, partitions), "DmaTransfer", dtype, (trig, *deps),
             lat=max(0.0, float(d["latency_ns"]) - float(d["descriptor_ns"])), bytes=nbytes,
             partitions=partitions, src=src, dst=dst,
             hbm_read=nbytes if src == "hbm" else 0, hbm_write=nbytes if dst == "hbm" else 0,
         )
+        self.batches[-1].role = role
+        return got
 
     def build(self) -> Program:
         if not self.batches:
@@ -232,6 +246,7 @@ class ProgramBuilder:
             hbm_read=field_("hbm_read", np.int64),
             hbm_write=field_("hbm_write", np.int64),
             pe=field_("pe", np.bool_, lambda b: b.pe),
+            role=field_("role", np.int8, lambda b: b.role),
             dep_ptr=dep_ptr,
             dep_idx=pre,
             sbuf_bytes=int(self.sbuf_bytes),

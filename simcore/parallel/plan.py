@@ -46,6 +46,7 @@ from simcore.dtypes import is_narrow
 from simcore.parallel.layout import Parallelism
 from simcore.parallel.routing import layer_popularity, route_group
 from simcore.topology import Topology
+from simcore.workloads.fusion import fuse
 from simcore.workloads.llm import _attention_ops, _backward, _mlp_ops
 from simcore.workloads.models import ModelConfig
 from simcore.workloads.ops import Op
@@ -123,7 +124,7 @@ class Planner:
 
     def __init__(self, cfg: ModelConfig, phase: str, batch: int, seq: int, context: int, layers: int, dtype: str,
                  par: Parallelism, topo: Topology, *, algorithm: str = "auto", expert_skew: float = 0.0,
-                 seed: int = 0) -> None:
+                 seed: int = 0, fusion: bool = False) -> None:
         self.cfg, self.phase, self.dtype, self.par, self.topo = cfg, phase, dtype, par, topo
         self.layers, self.algorithm, self.skew, self.seed = layers, algorithm, float(expert_skew), int(seed)
         if phase == "decode":
@@ -147,6 +148,8 @@ class Planner:
         self._compute_cache: dict[tuple, tuple] = {}
         self._emit_cache: dict[tuple, tuple] = {}
         self._refs: dict[tuple, CommRef] = {}
+        self.fusion = fusion and phase != "train"
+        self._fused: dict[tuple, tuple] = {}
 
     # -- collectives ----------------------------------------------------------------------
     def _collective(self, key: tuple, kind: str, group: tuple[int, ...], nbytes: int,
@@ -358,6 +361,25 @@ class Planner:
             out += self._head(chip)
         return out
 
+    def _fused_entries(self, entries: list) -> list:
+        """`entries` with NxD Inference's fused kernels, once per list: ranks sharing a list share its fusion
+        (and `_emit` its template). A site with no forward collective is no boundary in a forward step."""
+        memo = ("fused", id(entries))
+        got = self._fused.get(memo)
+        if got is None:
+            fused = fuse([x for x in entries if isinstance(x, Op) or x.fwd is not None],
+                         lambda x: x if isinstance(x, Op) else None, self._fused_op)
+            got = self._fused[memo] = (fused, entries)   # keeps `entries` alive: its id stays its own
+        return got[0]
+
+    def _fused_op(self, op: Op, parts: list) -> Op:
+        """One fused op per set of shared parts, so chips that share ops share their fusion too."""
+        memo = (op.name, tuple(id(p) for p in parts))
+        got = self._fused.get(memo)
+        if got is None:
+            got = self._fused[memo] = (op, parts)  # keeps the parts alive: their ids stay theirs
+        return got[0]
+
     def _key(self, op_name: str, layer: int, mb: int) -> tuple:
         name = op_name if self.par.microbatches == 1 else f"{op_name} (microbatch {mb})"
         return (layer, name)
@@ -496,6 +518,9 @@ class Planner:
         s = par.coords(chip)[0]
         M = par.microbatches
         entries = [self._stage_entries(chip, mb) for mb in range(M)]
+        if self.fusion:  # NxD Inference's fused kernels (simcore.workloads.fusion): runs between collectives
+            # (a site with no forward collective is no boundary in a forward step)
+            entries = [self._fused_entries(e) for e in entries]
         if self.phase != "train":
             items: list = []
             for mb in range(M):

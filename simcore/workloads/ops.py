@@ -12,7 +12,7 @@ from typing import Any
 OP_KINDS = (
     "matmul", "grouped_matmul", "attention", "rmsnorm", "softmax", "residual_add", "silu_mul", "rope",
     "router_topk", "moe_combine", "embedding", "sampling", "cross_entropy", "adamw", "norm_backward",
-    "silu_mul_backward", "grouped_wgrad", "collective", "tile_exp",
+    "silu_mul_backward", "grouped_wgrad", "collective", "tile_exp", "fused",
 )
 
 

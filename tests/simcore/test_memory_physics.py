@@ -27,7 +27,7 @@ CASES = {
     "gemm-mxfp8": dict(workload="gemm", shape="2048,8192,4096", dtype="mxfp8", cores="0"),
     "attention": dict(workload="attention", shape="1,8,2048,2048", cores="0"),
     "attention-long-kv": dict(workload="attention", shape="1,4,128,65536", cores="0"),   # K/V streamed
-    "prefill-8b": dict(workload="llama3.1-8b", phase="prefill", seq=2048, layers=2, cores="0"),
+    "prefill-8b": dict(workload="llama3.1-8b", phase="prefill", seq=2048, layers=2, cores="0", fusion="off"),
     "decode-8b": dict(workload="llama3.1-8b", phase="decode", batch=1, context=4096, layers=2, cores="all"),
     "moe-layer": dict(workload="qwen3-30b-a3b", phase="prefill", seq=512, layers=1, dtype="mxfp8", cores="0"),
     "train-8b": dict(workload="llama3.1-8b", phase="train", seq=512, batch=6, layers=1, cores="0"),  # 6 K/V owners a core

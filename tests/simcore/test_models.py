@@ -24,8 +24,25 @@ def test_parameter_counts_match_the_published_totals(name, published_b):
     assert MODELS[name].total_params() / 1e9 == pytest.approx(published_b, rel=0.005)
 
 
-def test_decode_graph_has_one_layer_of_ops_per_layer():
+def test_decode_graph_runs_the_fused_kernels_by_default():
+    """--fusion on: the QKV kernel takes the previous layer's residual add, the norm and RoPE; the MLP kernel
+    the residual add, the norm, SwiGLU and (decode is TKG) the down projection; the head the last ones."""
     wl = resolve(CaptureConfig(workload="llama3.1-8b", phase="decode", layers=2)).workload
+    for layer in (0, 1):
+        assert [o.name for o in wl.ops if o.layer == layer] == ["attention.fused_qkv", "attention.core",
+                                                                "attention.o_proj", "mlp.fused_mlp"]
+    qkv1 = next(o for o in wl.ops if o.name == "attention.fused_qkv" and o.layer == 1)
+    assert [p.name for p in qkv1.params["parts"]] == ["mlp.residual_add", "attention.input_norm",
+                                                      "attention.qkv_proj", "attention.rope"]
+    mlp = next(o for o in wl.ops if o.name == "mlp.fused_mlp")
+    assert [p.name for p in mlp.params["parts"]] == ["attention.residual_add", "mlp.post_attention_norm",
+                                                     "mlp.gate_up_proj", "mlp.silu_mul", "mlp.down_proj"]
+    assert next(o for o in wl.ops if o.name == "attention.core").params["split_kv"]
+    assert [o.name for o in wl.ops if o.layer == -1] == ["embedding", "fused_lm_head", "sampling"]
+
+
+def test_decode_graph_has_one_layer_of_ops_per_layer():
+    wl = resolve(CaptureConfig(workload="llama3.1-8b", phase="decode", layers=2, fusion="off")).workload
     names = [o.name for o in wl.ops if o.layer == 0]
     assert names == ["attention.input_norm", "attention.qkv_proj", "attention.rope", "attention.core",
                      "attention.o_proj", "attention.residual_add", "mlp.post_attention_norm", "mlp.gate_up_proj",

@@ -25,9 +25,12 @@ from simcore.capture.multichip.spec import MultiChip
 from simcore.capture.multichip.tables import MultiChipTables
 from simcore.parallel import CommRef, Compute, StepPlan, compute_factors
 from simcore.trace import TraceWriter
+from simcore.workloads.ops import Op
 
 
 def _freeze(v: Any) -> Any:
+    if isinstance(v, Op):  # a fused op's parts
+        return (v.name, v.kind, v.dtype, v.layer, _freeze(v.params))
     if isinstance(v, (list, tuple)):
         return tuple(_freeze(x) for x in v)
     if isinstance(v, dict):

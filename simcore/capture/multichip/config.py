@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from simcore.capture.checks import model_params, model_shape, parse_index_list, positive
+from simcore.capture.checks import fusion_on, model_params, model_shape, parse_index_list, positive
 from simcore.capture.multichip.spec import MultiChip
 from simcore.capture.options import CaptureConfig, flag_of, parallel_options
 from simcore.collectives import ALGORITHMS
@@ -205,5 +205,5 @@ def resolve_multichip(c: CaptureConfig, hw: Hardware, cc: int, detail: str, deta
     wl = Workload(cfg.name, cfg.display, "model", dtype, [], model_params(cfg, phase, batch, seq, context, layers),
                   phase, {L: f"layer {L}" for L in range(layers)})
     mc = MultiChip(cfg, phase, batch, seq, context, layers, par, topo, jitter, stragglers, skew, detail_chips,
-                   c.cc_algorithm, workers)
+                   c.cc_algorithm, workers, fusion=fusion_on(c, phase))
     return wl, mem, mc, detail, detail_cores or []

@@ -29,6 +29,7 @@ class MultiChip:
     detail_chips: list[int] = field(default_factory=list)
     algorithm: str = "auto"
     workers: int | None = None
+    fusion: bool = True       # fused NKI kernels (--fusion on, inference phases)
 
     def meta(self) -> dict[str, Any]:
         """meta.json `capture` keys; option names match CaptureConfig so a trace can be re-run."""
@@ -44,4 +45,5 @@ class MultiChip:
 
     def planner(self, dtype: str, seed: int) -> Planner:
         return Planner(self.cfg, self.phase, self.batch, self.seq, self.context, self.layers, dtype, self.par,
-                       self.topo, algorithm=self.algorithm, expert_skew=self.expert_skew, seed=seed)
+                       self.topo, algorithm=self.algorithm, expert_skew=self.expert_skew, seed=seed,
+                       fusion=self.fusion)
