@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.model.analysis.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric, label, tooltip
+from explorer.model.analysis.step_breakdown import CATEGORIES, LABELS
 from explorer.model.scope import Scope
 from explorer.model.timeline.selection import covers_trace, is_area, selection_scope
 from explorer.model.analysis.summary import Summary, summarize
@@ -133,6 +134,21 @@ class QtSummary(QWidget):
                     item.setToolTip(c, tip)
                 self._items[spec.name] = item
             g.setExpanded(True)
+        # where the whole step's time goes (TraceAnalysis.step_breakdown, `trnx summary`'s section)
+        self.breakdown_group = QTreeWidgetItem(self.tree, ["where the step's time goes"])
+        self.breakdown_group.setFont(0, bold)
+        self.breakdown_group.setFirstColumnSpanned(True)
+        self.breakdown_group.setToolTip(0, "The whole step on its critical chip (the one that waited least at "
+                                           "collectives), split by what each moment went to; the parts sum to "
+                                           "the step time (explorer.model.analysis.step_breakdown).")
+        self._breakdown: dict[str, QTreeWidgetItem] = {}
+        for cat in CATEGORIES:
+            item = QTreeWidgetItem(self.breakdown_group, [LABELS[cat], "", "", ""])
+            item.setTextAlignment(1, Qt.AlignRight | Qt.AlignVCenter)
+            item.setToolTip(0, f"{cat}: {LABELS[cat]}")
+            self._breakdown[cat] = item
+        self.breakdown_group.setExpanded(True)
+        self.breakdown_group.setHidden(True)
 
     # -- inputs --------------------------------------------------------------------
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
@@ -163,6 +179,7 @@ class QtSummary(QWidget):
         self.tree.setColumnHidden(3, not single)
         self._fill("trace")
         self._fill("chip")
+        self._fill_breakdown()
         self._headline()
         self._schedule()
 
@@ -238,6 +255,24 @@ class QtSummary(QWidget):
             item.setText(c, format_metric(s.metrics.get(name), spec.unit))
             why = s.unavailable.get(name)
             item.setToolTip(c, tooltip(spec) + (f"\nn/a: {why}" if why else ""))
+
+    def _fill_breakdown(self) -> None:
+        b = None if self.analysis is None else self.analysis.step_breakdown
+        self.breakdown_group.setHidden(b is None)
+        if b is None:
+            return
+        d = b.to_dict()
+        self.breakdown_group.setText(0, f"where the step's time goes (chip {d['chip']}, sums to "
+                                        f"{format_ns(d['step_time_ns'])})")
+        for p in d["parts"]:
+            item = self._breakdown[p["category"]]
+            item.setText(1, f"{format_ns(p['ns'])} ({p['percent']:.1f}%)")
+            item.setHidden(p["ns"] <= 0)
+
+    def breakdown_text(self, category: str) -> str:
+        """The whole-trace column of a step-breakdown row ("" when hidden or absent)."""
+        item = self._breakdown[category]
+        return "" if item.isHidden() or self.breakdown_group.isHidden() else item.text(1)
 
     def _headline(self) -> None:
         s = self.summaries["trace"]

@@ -117,3 +117,18 @@ def test_closing_the_trace_clears_the_panels_and_an_imported_trace_says_what_is_
     p.session.go_to_node("kernel:0")
     assert "the roofline has no roofs" in p.kernel_details.header.text()
     assert p.kernel_details.roofline.point() is None
+
+
+def test_the_step_breakdown_shows_what_trnx_summary_prints(qtbot):
+    """The panel's 'where the step's time goes' rows are `trnx summary --json`'s step_breakdown, formatted."""
+    from explorer.model.units import format_ns
+
+    path = SAMPLES / "llama3.1-8b-decode.trnx"
+    report = trnx_json("summary", path, "--no-recommendations")["step_breakdown"]
+    w, p = open_ready(qtbot, path)
+    panel = p.summary
+    assert not panel.breakdown_group.isHidden() and f"chip {report['chip']}" in panel.breakdown_group.text(0)
+    for part in report["parts"]:
+        want = f"{format_ns(part['ns'])} ({part['percent']:.1f}%)" if part["ns"] > 0 else ""
+        assert panel.breakdown_text(part["category"]) == want, part["category"]
+    assert any(panel.breakdown_text(c) for c in ("hbm", "dma_latency", "compute"))

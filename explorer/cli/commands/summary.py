@@ -54,6 +54,8 @@ def print_report(r: dict[str, Any]) -> None:
         click.echo("\nstep (the whole trace)")
         for spec in STEP_METRICS:
             click.echo(f"  {spec.name:<36} {format_metric(r['step'][spec.name], spec.unit):>16}")
+    if r.get("step_breakdown"):
+        print_breakdown(r["step_breakdown"])
     coll = r["collectives"]
     if coll:
         worst = sorted(coll, key=lambda c: -c["total_wait_ns"])[:TOP_COLLECTIVES]
@@ -86,6 +88,15 @@ def print_report(r: dict[str, Any]) -> None:
             for link in rec["links"]:  # the text after -> is what `trnx view TRACE --goto` takes
                 click.echo(f"     -> {link_text(link['node'], link['t0'], link['t1'])}  tracks "
                            f"{','.join(map(str, link['track_ids']))} {link['t0']}..{link['t1']} ns: {link['label']}")
+
+
+def print_breakdown(b: dict[str, Any]) -> None:
+    """Where the step's time goes on its critical chip; the parts sum to the step time."""
+    click.echo(f"\nwhere the step's time goes (critical path: chip {b['chip']}; the parts sum to "
+               f"{format_ns(b['step_time_ns'])})")
+    for p in b["parts"]:
+        if p["ns"] > 0:
+            click.echo(f"  {p['label']:<36} {format_ns(p['ns']):>16} {p['percent']:>6.1f}%")
 
 
 def print_profile_summary(rows: list[dict[str, Any]]) -> None:

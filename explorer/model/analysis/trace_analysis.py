@@ -20,6 +20,7 @@ from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.analysis.recommendations import Recommendation, recommend
 from explorer.model.tracks import Tracks
 from explorer.model.scope import Scope
+from explorer.model.analysis.step_breakdown import StepBreakdown, step_breakdown
 from explorer.model.analysis.summary import Summary, summarize, summarize_per_chip, summarize_trace_and_chips
 from explorer.model.analysis.temporal import TemporalSummary, temporal_summary
 from explorer.model.timeline.trace_index import EventRef, TraceIndex
@@ -47,6 +48,7 @@ class TraceAnalysis:
         _ = a.hierarchy.events  # id -> row, for timeline -> tree
         _ = a.recommendations
         _ = a.dependencies
+        _ = a.step_breakdown
         return a
 
     # -- the parts ----------------------------------------------------------------------
@@ -86,6 +88,14 @@ class TraceAnalysis:
         return step_metrics(self.trace, self.summary.metrics["total_time_ns"]) if self.whole else None
 
     @cached_property
+    def step_breakdown(self) -> StepBreakdown | None:
+        """Where the step's time goes on its critical chip (compute, HBM, collectives, waits, runtime...),
+        summing to the step time: the whole trace's (None when scoped or without kernels)."""
+        if not self.whole or self.trace.row_count("kernels") == 0:
+            return None
+        return step_breakdown(self.trace, self.hierarchy.kernels)
+
+    @cached_property
     def collectives(self) -> list[dict[str, Any]]:
         return collective_table(self.trace, self.resolved_scope).to_dict("records")
 
@@ -107,6 +117,7 @@ class TraceAnalysis:
         }
         if self.step is not None:   # the step is the whole trace
             out["step"] = self.step
+        out["step_breakdown"] = None if self.step_breakdown is None else self.step_breakdown.to_dict()
         if per_chip:
             out["per_chip"] = {str(c): s.metrics for c, s in self.per_chip.items()}
         out["collectives"] = self.collectives
