@@ -135,7 +135,8 @@ class QtSummary(QWidget):
                 self._items[spec.name] = item
             g.setExpanded(True)
         # where the whole step's time goes (TraceAnalysis.step_breakdown, `trnx summary`'s section)
-        self.breakdown_group = QTreeWidgetItem(self.tree, ["where the step's time goes"])
+        self.breakdown_group = QTreeWidgetItem(["where the step's time goes"])
+        self.tree.insertTopLevelItem(0, self.breakdown_group)   # first: the one-look answer
         self.breakdown_group.setFont(0, bold)
         self.breakdown_group.setFirstColumnSpanned(True)
         self.breakdown_group.setToolTip(0, "The whole step on its critical chip (the one that waited least at "

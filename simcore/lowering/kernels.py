@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from simcore.errors import ConfigError, size_text
 from simcore.hardware import Hardware
 from simcore.lowering import elementwise as E
@@ -109,6 +111,33 @@ def _shard_split_kv(op: Op, cores: int) -> list[KernelSpec | None] | None:
     return [spec if c < pairs * splits else None for c in range(cores)]
 
 
+def _shard_queries(op: Op, cores: int, heads: int, bs: int, qs: int) -> list[KernelSpec | None]:
+    """Prefill attention with more cores per head than sequences to split: each head's queries are cut
+    into 2 x qs blocks and a core takes blocks i and 2qs-1-i (zig-zag), so under the causal mask every
+    core sees about as many keys -- as flash-attention kernels balance query blocks over cores."""
+    p = op.params
+    q, kv = p["q_len"], p["kv_len"]
+    past = kv - q
+    causal = bool(p.get("causal", q > 1))
+    sizes = [len(a) for a in np.array_split(np.arange(q), 2 * qs)]
+    ends = np.cumsum(sizes)
+    out: list[KernelSpec | None] = [None] * cores
+    c = 0
+    for _ in range(heads * bs):
+        for i in range(qs):
+            stages, flops = [], 0
+            for blk in (i, 2 * qs - 1 - i):
+                if sizes[blk] == 0:
+                    continue
+                s = AttentionShape(p["batch"] // bs, 1, 1, sizes[blk], past + int(ends[blk]) if causal else kv,
+                                   p.get("d_qk", 128), p.get("d_v", 128), causal)
+                stages.append(("attention", s))
+                flops += s.model_flops()
+            out[c] = KernelSpec("flash_attention", "fused", tuple(stages), "bf16", flops) if stages else None
+            c += 1
+    return out
+
+
 def shard(op: Op, cores: int) -> list[KernelSpec | None]:
     """The kernel each of `cores` compute cores runs for `op` (None: the core idles)."""
     p, k = op.params, op.kind
@@ -165,6 +194,9 @@ def shard(op: Op, cores: int) -> list[KernelSpec | None]:
         if H < cores:  # tensor parallel left the chip fewer heads than cores: a head per core, then split the batch
             per_head = cores // H
             bs = max(d for d in range(1, per_head + 1) if p["batch"] % d == 0)
+            qs = per_head // bs
+            if qs > 1 and p["q_len"] > 8 and not p.get("backward"):
+                return _shard_queries(op, cores, H, bs, qs)
             s = AttentionShape(p["batch"] // bs, 1, 1, p["q_len"], p["kv_len"], p.get("d_qk", 128), p.get("d_v", 128),
                                bool(p.get("causal", p["q_len"] > 1)), bool(p.get("backward", False)))
             name = "flash_attention_bwd" if s.backward else ("flash_decode" if s.q_len <= 8 else "flash_attention")
@@ -250,6 +282,9 @@ def _lower_fused(hw_key: str, stages: tuple, dtype: str) -> Program:
     drop_out = [False] * len(stages)
     for j in range(1, len(stages)):
         cur, prev = stages[j], stages[j - 1]
+        if cur[0] == "attention":  # independent work (another query block): nothing passes between them
+            drop_in.append(())
+            continue
         drop_in.append(F.ROWWISE_STAGES[cur[1]][1] if cur[0] == "rowwise" else (0,) if cur[0] == "matmul" else ())
         drop_out[j - 1] = not (prev[0] == "rowwise" and prev[1] == "residual_add")  # the residual stream is kept
     hw = _HW[hw_key]

@@ -109,3 +109,18 @@ def test_fused_kernels_never_beat_their_roofline_in_prefill_and_decode(cap):
                  dict(DECODE, dtype="mxfp8")):
         k = kernel_bounds(cap(**opts))
         assert np.all(k.dur_ns >= k.bound_ns), k[k.dur_ns < k.bound_ns][["name", "dur_ns", "bound_ns"]]
+
+
+def test_no_core_idles_on_a_narrow_tensor_parallel_shard(cap):
+    """Llama 3.1 70B at tp 16: a chip's QKV shard is 768 columns (all 8 cores, 96 each, not 6 of 8), and its 4
+    query heads' prefill attention splits each head's queries over 2 cores, zig-zag, so the causal work is
+    balanced and no core idles."""
+    t = cap(workload="llama3.1-70b", hardware="trn2.48xlarge", tp=16, phase="prefill", seq=2048, layers=1)
+    k = t.to_pandas("kernels")
+    k = k[k.chip == 0]
+    qkv = k[k.name.astype(str).str.contains("qkv")]
+    attn = k[k.name.astype(str) == "flash_attention"]
+    assert qkv.core.nunique() == 8 and attn.core.nunique() == 8
+    assert attn.dur_ns.max() < 1.25 * attn.dur_ns.min()
+    causal_pairs = 2048 * 2049 // 2
+    assert attn.model_flops.sum() == 2 * 4 * causal_pairs * (128 + 128)
