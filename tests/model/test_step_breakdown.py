@@ -20,8 +20,8 @@ def traces(tmp_path_factory):
     opts = {
         "decode": dict(workload="llama3.1-8b", phase="decode", batch=1, context=2048, layers=2),
         "gemm": dict(workload="gemm", shape="4096,4096,4096"),
-        "tp4": dict(workload="llama3.1-8b", phase="decode", batch=4, layers=2, hardware="trn3-ultraserver-gen1", tp=4,
-                    straggler="chip=2,delay=50us"),
+        "tp4": dict(workload="llama3.1-8b", phase="decode", batch=4, layers=2, hardware="trn3-ultraserver-gen1", tp=16,
+                    straggler="chip=2,delay=50us"),   # 16 ranks at LNC=2: 4 chips
     }
     for name, o in opts.items():
         simcore.capture(out_path=d / f"{name}.trnx", **o)

@@ -39,9 +39,9 @@ def test_llama70b_tp64_decode_step_on_16_chips(cap):
     assert ar.collective_id.nunique() == 2 * 80 + 1  # o_proj and down_proj per layer, and the embedding
     assert (c.groupby("collective_id").size() == 64).all()
     assert (c.groupby(["collective_id", "chip"]).size() == RANKS_PER_CHIP).all()   # 4 ranks of each chip take part
-    # 1 head per rank (64 / 64): a rank's attention runs on 1 of its 2 physical cores, one kernel per rank of a chip
-    att = k[(k.chip == 3) & (k.name == "flash_decode")]
-    assert att.groupby("op_id").size().eq(RANKS_PER_CHIP).all() and set(att.core % 2) == {0}
+    # 1 head per rank (64 / 64): flash decoding splits its keys over both physical cores of the rank (--fusion on)
+    att = k[(k.chip == 3) & (k.name == "flash_decode_split_kv")]
+    assert att.groupby("op_id").size().eq(2 * RANKS_PER_CHIP).all() and set(att.core % 2) == {0, 1}
     tracks = t.to_pandas("tracks")
     per_core = tracks[tracks.core >= 0]
     assert (per_core.lcore == per_core.core // 2).all()            # physical core 2l and 2l+1 make logical core l
