@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.model.analysis.metrics import GROUPS, METRIC_BY_NAME, METRICS, format_metric, label, tooltip
-from explorer.model.analysis.step_breakdown import CATEGORIES, LABELS
+from explorer.model.analysis.step_breakdown import CATEGORIES, LABELS, breakdown_line, shown_part
 from explorer.model.scope import Scope
 from explorer.model.timeline.selection import covers_trace, is_area, selection_scope
 from explorer.model.analysis.summary import Summary, summarize
@@ -143,9 +143,9 @@ class QtSummary(QWidget):
                                            "collectives), split by what each moment went to; the parts sum to "
                                            "the step time (explorer.model.analysis.step_breakdown).")
         self._breakdown: dict[str, QTreeWidgetItem] = {}
-        for cat in CATEGORIES:
-            item = QTreeWidgetItem(self.breakdown_group, [LABELS[cat], "", "", ""])
-            item.setTextAlignment(1, Qt.AlignRight | Qt.AlignVCenter)
+        for cat in CATEGORIES:  # one line each, across the columns: the label must not elide away at a dock's width
+            item = QTreeWidgetItem(self.breakdown_group, [LABELS[cat]])
+            item.setFirstColumnSpanned(True)
             item.setToolTip(0, f"{cat}: {LABELS[cat]}")
             self._breakdown[cat] = item
         self.breakdown_group.setExpanded(True)
@@ -267,13 +267,13 @@ class QtSummary(QWidget):
                                         f"{format_ns(d['step_time_ns'])})")
         for p in d["parts"]:
             item = self._breakdown[p["category"]]
-            item.setText(1, f"{format_ns(p['ns'])} ({p['percent']:.1f}%)")
-            item.setHidden(p["ns"] <= 0)
+            item.setText(0, breakdown_line(p))
+            item.setHidden(not shown_part(p))
 
     def breakdown_text(self, category: str) -> str:
-        """The whole-trace column of a step-breakdown row ("" when hidden or absent)."""
+        """A step-breakdown row's text ("" when hidden or absent)."""
         item = self._breakdown[category]
-        return "" if item.isHidden() or self.breakdown_group.isHidden() else item.text(1)
+        return "" if item.isHidden() or self.breakdown_group.isHidden() else item.text(0)
 
     def _headline(self) -> None:
         s = self.summaries["trace"]

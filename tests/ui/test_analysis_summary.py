@@ -129,6 +129,6 @@ def test_the_step_breakdown_shows_what_trnx_summary_prints(qtbot):
     panel = p.summary
     assert not panel.breakdown_group.isHidden() and f"chip {report['chip']}" in panel.breakdown_group.text(0)
     for part in report["parts"]:
-        want = f"{format_ns(part['ns'])} ({part['percent']:.1f}%)" if part["ns"] > 0 else ""
+        want = f"{part['label']}: {format_ns(part['ns'])} ({part['percent']:.1f}%)" if part["percent"] >= 0.05 else ""
         assert panel.breakdown_text(part["category"]) == want, part["category"]
     assert any(panel.breakdown_text(c) for c in ("hbm", "dma_latency", "compute"))

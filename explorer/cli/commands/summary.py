@@ -94,8 +94,10 @@ def print_breakdown(b: dict[str, Any]) -> None:
     """Where the step's time goes on its critical chip; the parts sum to the step time."""
     click.echo(f"\nwhere the step's time goes (critical path: chip {b['chip']}; the parts sum to "
                f"{format_ns(b['step_time_ns'])})")
+    from explorer.model.analysis.step_breakdown import shown_part
+
     for p in b["parts"]:
-        if p["ns"] > 0:
+        if shown_part(p):
             click.echo(f"  {p['label']:<36} {format_ns(p['ns']):>16} {p['percent']:>6.1f}%")
 
 

@@ -55,6 +55,18 @@ class StepBreakdown:
                            "percent": 100.0 * self.ns.get(c, 0.0) / step if step > 0 else 0.0} for c in CATEGORIES]}
 
 
+def shown_part(part: dict[str, Any]) -> bool:
+    """Whether a part is worth a line (trnx summary and the Summary panel leave out rounding crumbs)."""
+    return part["percent"] >= 0.05
+
+
+def breakdown_line(part: dict[str, Any]) -> str:
+    """One part as the Summary panel shows it: label, time, share of the step."""
+    from explorer.model.units import format_ns
+
+    return f"{part['label']}: {format_ns(part['ns'])} ({part['percent']:.1f}%)"
+
+
 def _critical_chip(trace: Trace) -> int:
     chips = int(trace.hardware.get("chips", 1) or 1)
     if chips <= 1 or "collectives" not in trace.table_names:
