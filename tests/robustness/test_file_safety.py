@@ -268,3 +268,16 @@ def test_a_capture_inside_a_trace_is_refused(trnx, small):
     code, err = trnx(*GEMM, "-o", small / "inner.trnx")
     assert code == 2 and "trnx never writes into a trace directory" in one_sentence(err)
     assert not (small / "inner.trnx").exists()
+
+
+def test_import_refuses_the_output_before_reading_its_inputs(trnx, tmp_path, monkeypatch):
+    from explorer.interop.kineto import importer
+
+    def never(*args, **kwargs):
+        raise AssertionError("the inputs were read although the output is refused")
+    monkeypatch.setattr(importer, "_import", never)
+    out = tmp_path / "taken"
+    out.write_text("mine")
+    code, err = trnx("import", tmp_path / "rank0.json", "-o", out, "--overwrite")
+    assert code == 2 and f"{out} is a file, not a trace" in one_sentence(err)
+    assert out.read_text() == "mine"

@@ -38,7 +38,9 @@ def import_trace(traces: tuple[str, ...], output: str, include_python: bool, ove
     from pathlib import Path
 
     from explorer.interop.neuron_profile import import_neuron_profile, looks_like_profile
+    from simcore.trace.target import check_target
 
+    check_target(output, overwrite)  # before reading the inputs; checked again when the trace is written
     if any(looks_like_profile(Path(t)) for t in traces):
         neuron = import_neuron_profile(list(traces), output, overwrite=overwrite)
         temporal = temporal_summary(open_trace(neuron.path))
