@@ -9,7 +9,11 @@ The floor is pyarrow's own Feather v2 write/read of the identical 10M-row
   open     open_trace with full validation (magic, schema, row counts, nulls,
            durations, per-track order, and across tables: track ids exist, times
            within +-2^61 ns, counts not negative) vs feather.read_table(memory_map=True)
-  open-nv  open_trace(validate=False): meta, magic and schema checks only
+  open-nv  open_trace(validate=False): meta, magic, schema and checksum (format 1.3) of the
+           table read
+  open-nc  open_trace with full validation but checksums=False (what `open` cost before 1.3)
+  hash     the table file's checksum alone (simcore.trace.checksum.file_checksum, its 64 MiB
+           blocks on up to 8 threads): the floor of what verifying it costs
   pandas   open_trace(...).to_pandas("instructions") (validated) vs
            feather.read_table(memory_map=True).to_pandas()
 Each figure is the best of --repeat runs (the machine is shared and noisy).
@@ -21,6 +25,7 @@ import argparse
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +34,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 
 from simcore.trace import TraceWriter, open_trace
+from simcore.trace.checksum import file_checksum
 from simcore.trace.schema import INSTRUCTIONS
 
 TRACKS = {"track_id": np.arange(64, dtype=np.int32), "chip": np.zeros(64, np.int32), "core": np.arange(64, dtype=np.int32) // 8,
@@ -104,6 +110,14 @@ def main() -> None:
         t = open_trace(trace_dir, validate=False).instructions
         assert t.num_rows == args.rows
 
+    def open_ours_unchecked() -> None:
+        t = open_trace(trace_dir, checksums=False).instructions
+        assert t.num_rows == args.rows
+
+    def hash_ours() -> None:
+        with ThreadPoolExecutor(8) as pool:
+            file_checksum(trace_dir / "instructions.arrow", pool)
+
     def pandas_raw() -> None:
         assert len(feather.read_table(raw_file, memory_map=True).to_pandas()) == args.rows
 
@@ -113,7 +127,8 @@ def main() -> None:
     try:
         results = []
         for what, ours, raw in (("write", write_ours, write_raw), ("open", open_ours, open_raw),
-                                ("open-nv", open_ours_unvalidated, open_raw), ("pandas", pandas_ours, pandas_raw)):
+                                ("open-nv", open_ours_unvalidated, open_raw), ("open-nc", open_ours_unchecked, open_raw),
+                                ("hash", hash_ours, open_raw), ("pandas", pandas_ours, pandas_raw)):
             if what == "write":
                 raw_t, ours_t = best(raw, args.repeat, clean_raw), best(ours, args.repeat, clean_ours)
             else:

@@ -230,6 +230,7 @@ class QtCompare(QMainWindow):
         self.loader = TraceLoader(self.b_path, self.side_a.view.colour_mode, self)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._failed)
+        self.loader.damaged.connect(self._damaged)
         self.loader.start()
 
     def _follow_a(self) -> None:
@@ -271,6 +272,9 @@ class QtCompare(QMainWindow):
         message = message or "loading was cancelled."
         self.headline.setText(f"Cannot compare: {message}")
         self.failed.emit(message)
+
+    def _damaged(self, path: Path, message: str) -> None:
+        self._failed(message)
 
     def _diffed(self, ok: bool, value) -> None:
         if not ok:

@@ -223,6 +223,7 @@ class MainWindow(QMainWindow):
         loader.progressed.connect(self._progress)
         loader.loaded.connect(self._loaded)
         loader.failed.connect(self._failed)
+        loader.damaged.connect(self._damaged)
         loader.finished.connect(loader.deleteLater)
         self.progress.setValue(0)
         self.progress.setFormat(f"opening {path.name}\u2026")
@@ -271,6 +272,17 @@ class MainWindow(QMainWindow):
             self.load_failed.emit(message)
             if self.show_error_dialogs:
                 QMessageBox.critical(self, "Cannot open trace", message)
+
+    def _damaged(self, path: Path, message: str) -> None:
+        """A shown trace failed its checksums (verified after it opened): close it, as the CLI
+        refuses it, and say why."""
+        if self.loaded is None or self.loaded.path != path:
+            return
+        self.show_trace(None)
+        self.statusBar().showMessage("the trace is damaged", 5000)
+        self.load_failed.emit(message)
+        if self.show_error_dialogs:
+            QMessageBox.critical(self, "Damaged trace", message)
 
     def show_trace(self, result: LoadedTrace | None) -> None:
         """Show a loaded trace in every view (None: close)."""
@@ -345,5 +357,6 @@ class MainWindow(QMainWindow):
             self.cancel_loading()
             loader.wait(10000)
         for loader in self.findChildren(TraceLoader):  # a shown trace's loader may still be saving its index
+            loader.cancel()  # (or verifying checksums: that stops at the next file)
             loader.wait(120_000)
         super().closeEvent(event)

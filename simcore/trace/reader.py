@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from simcore.errors import LONG_INTEGER, TraceFormatError, out_of_memory
 from simcore.trace import schema as S
 from simcore.trace import semantics
 from simcore.trace import validate as V
+from simcore.trace.checksum import BLOCK, file_checksum
+from simcore.trace.checksum import parse as parse_checksum
 
 
 def _first_line(exc: BaseException) -> str:
@@ -115,6 +119,38 @@ def _check_inside(trace_dir: Path, file: Path) -> None:
                                    "its directory.")
 
 
+def _checksums(path: Path, meta: dict[str, Any]) -> dict[Path, str]:
+    """The checksum meta.json records for each table file (none before format 1.3)."""
+    out: dict[Path, str] = {}
+    for name in S.TABLES:
+        entry = meta["tables"][name]
+        entries = entry["partitions"] if "partitions" in entry else [entry]
+        for e in entries:
+            value = e.get(S.CHECKSUM)
+            if value is None:
+                continue
+            try:
+                known = parse_checksum(value)
+            except ValueError:
+                raise TraceFormatError(f"{path}/{S.META_FILE}: table '{name}' has a malformed checksum "
+                                       f"({value!r:.40}).") from None
+            if known is not None:  # (another algorithm, of a later minor version: not checked here)
+                out[path / e["file"]] = known
+    return out
+
+
+def _threads() -> int:
+    """Threads hashing a trace: the machine's cores, up to 8 (memory bandwidth ends it there)."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def _size(file: Path) -> int:
+    try:
+        return file.stat().st_size
+    except OSError:
+        return 0
+
+
 def _rows(path: Path, name: str, value: Any) -> int | None:
     """A row count from meta.json: absent, or a non-negative integer."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
@@ -203,11 +239,14 @@ def _share_dictionaries(table: pa.Table) -> pa.Table:
 class Trace:
     """An open trace: its meta and its tables as memory-mapped `pyarrow.Table`s."""
 
-    def __init__(self, path: Path, meta: dict[str, Any]) -> None:
+    def __init__(self, path: Path, meta: dict[str, Any], *, checksums: bool = True) -> None:
         self.path = path
         self.meta = meta
+        self.verify_on_read = checksums
         self._cache: dict[tuple[str, tuple[int, ...] | None], pa.Table] = {}
         self._files: dict[Path, pa.Table] = {}
+        self._checksums = _checksums(path, meta)
+        self._verified: set[Path] = set()
 
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, span={self.duration_ns} ns)"
@@ -275,8 +314,61 @@ class Trace:
     def _file(self, file: Path, spec: S.TableSpec, rows: int | None) -> pa.Table:
         table = self._files.get(file)
         if table is None:
-            table = self._files[file] = _read_file(file, spec, rows, self.path)
+            if self.verify_on_read:
+                self._verify(file)
+            try:
+                table = self._files[file] = _read_file(file, spec, rows, self.path)
+            except TraceFormatError:
+                if file not in self._verified:  # (checksums off): a damaged file says so, not what broke
+                    self._verify(file)
+                raise
         return table
+
+    # -- checksums (format 1.3) ----------------------------------------------------
+    @property
+    def has_checksums(self) -> bool:
+        """Did the writer record a checksum of every table file (1.3 and later)?"""
+        return bool(self._checksums) and len(self._checksums) == len(self.table_files())
+
+    def _verify(self, file: Path, blocks: ThreadPoolExecutor | None = None) -> None:
+        """Hash `file` once, before it is first read (its blocks on every core); a mismatch is a
+        TraceFormatError."""
+        want = self._checksums.get(file)
+        if want is None or file in self._verified:
+            return
+        _check_inside(self.path, file)
+        _check_magic(file)
+        try:
+            if blocks is None and _size(file) > BLOCK:
+                with ThreadPoolExecutor(_threads()) as pool:
+                    got = file_checksum(file, pool)
+            else:
+                got = file_checksum(file, blocks)
+        except OSError as exc:
+            raise TraceFormatError(f"{file} cannot be read: {exc.strerror or exc}.") from None
+        if got != want:
+            raise TraceFormatError(f"{file} is damaged: its bytes do not match the checksum meta.json recorded "
+                                   "when it was written (restore it from a copy, or capture again).")
+        self._verified.add(file)
+
+    def verify_checksums(self, workers: int | None = None, stop: Callable[[], bool] | None = None) -> int:
+        """Verify every table file's recorded checksum, files and their 64 MiB blocks in threads
+        (hashing runs without the GIL); raises the first mismatch as a TraceFormatError. Returns
+        the number of files verified. A trace without checksums (before 1.3) verifies nothing.
+        `stop()` true ends early, before the next file (a window closing)."""
+        files = [f for f in self.table_files() if f in self._checksums and f not in self._verified]
+        files.sort(key=_size, reverse=True)  # biggest first, so the last to finish is a small one
+        done = [0]
+        n = workers or _threads()
+        with ThreadPoolExecutor(n) as blocks, ThreadPoolExecutor(n) as pool:
+            def one(f: Path) -> None:
+                if stop is None or not stop():
+                    self._verify(f, blocks)
+                    done[0] += 1
+
+            for _ in pool.map(one, files):
+                pass
+        return done[0]
 
     def to_pandas(self, name: str, chips: list[int] | None = None) -> pd.DataFrame:
         """The table as a DataFrame (dictionary columns become categoricals)."""
@@ -287,8 +379,11 @@ class Trace:
         return [f for name in S.TABLES for _, f, _ in _table_parts(self.path, self.meta, name)]
 
     def validate(self) -> None:
-        """Check every table's schema and data invariants, then the ids, times and counts
-        across tables and meta.json (simcore.trace.semantics); raises TraceFormatError."""
+        """Check every table's checksum (when recorded), schema and data invariants, then the ids,
+        times and counts across tables and meta.json (simcore.trace.semantics); raises
+        TraceFormatError."""
+        if self.verify_on_read:
+            self.verify_checksums()
         for name, spec in S.TABLES.items():
             for _, f, rows in _table_parts(self.path, self.meta, name):
                 V.check_data(f, spec, self._file(f, spec, rows))
@@ -327,16 +422,17 @@ class Trace:
         return self.table("flows")
 
 
-def open_trace(path: str | os.PathLike[str], *, validate: bool = True) -> Trace:
+def open_trace(path: str | os.PathLike[str], *, validate: bool = True, checksums: bool = True) -> Trace:
     """Open a `NAME.trnx` trace directory.
 
-    With `validate=True` (the default) every table is checked now: magic, version,
-    tables, columns and types, non-negative durations and sorted starts per track.
+    With `validate=True` (the default) every table is checked now: checksums, magic,
+    version, tables, columns and types, non-negative durations and sorted starts per track.
     With `validate=False` only meta.json is checked and tables are checked as they
-    are first read (schema only).
+    are first read (checksum and schema). `checksums=False` skips the checksums (the GUI
+    verifies them off its thread: `Trace.verify_checksums`).
     """
     p = Path(path)
-    trace = Trace(p, read_meta(p))
+    trace = Trace(p, read_meta(p), checksums=checksums)
     if validate:
         trace.validate()
     return trace

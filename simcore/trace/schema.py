@@ -6,6 +6,7 @@ specs below, so they cannot disagree. Versioning rule: a minor version only adds
 version of its major and refuses a newer major with a clear message.
 1.1 added the `runtime` track kind; 1.2 the optional `tracks.lcore` column (logical NeuronCores) and the
 optional `collectives.hbm_read_bytes` / `hbm_write_bytes` (the HBM a collective's DMA reads and writes).
+1.3 added a checksum of every table file in meta.json (CHECKSUM).
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 FORMAT_NAME = "trnx-trace"
-FORMAT_VERSION = "1.2"
+FORMAT_VERSION = "1.3"
 FORMAT_MAJOR = 1
 META_FILE = "meta.json"
 TABLE_SUFFIX = ".arrow"
 TRACE_SUFFIX = ".trnx"
 TIME_UNIT = "ns"
+CHECKSUM = "checksum"
+"""meta.json key, in each table entry and partition entry, of the file's checksum as written
+(1.3): `"sha256-64MiB:<hex>"`, the SHA-256 of the SHA-256 digests of its 64 MiB blocks, so a
+reader verifies a big file on every core (simcore/trace/checksum.py)."""
 INDEX_CACHE_FILE = "timeline-index.cache"
 DISPOSABLE_FILES = (INDEX_CACHE_FILE,)
 """Files the tool itself may keep inside a trace directory beside its tables (caches it can

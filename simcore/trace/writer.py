@@ -23,6 +23,7 @@ import pyarrow.ipc as ipc
 from simcore.errors import UserError
 from simcore.tempfiles import sibling
 from simcore.trace import schema as S
+from simcore.trace.checksum import HashingFile
 from simcore.trace.target import check_target, clean_directory, install
 
 COMPRESSIONS = (None, "lz4", "zstd")
@@ -143,7 +144,8 @@ class _TableFile:
 
     def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.sink = pa.OSFile(str(path), "wb")
+        self.raw = HashingFile(path)  # the checksum as the bytes go out: no second pass over the file
+        self.sink = pa.PythonFile(self.raw, mode="w")
         self.writer = ipc.new_file(self.sink, schema, options=options)
         self.rows = 0
 
@@ -152,8 +154,15 @@ class _TableFile:
         self.rows += batch.num_rows
 
     def close(self) -> None:
-        self.writer.close()
-        self.sink.close()
+        try:
+            self.writer.close()
+        finally:
+            self.sink.close()
+            self.raw.close()
+
+    @property
+    def checksum(self) -> str:
+        return self.raw.checksum
 
 
 class TraceWriter:
@@ -280,10 +289,12 @@ class TraceWriter:
             entry: dict[str, Any] = {"rows": sum(f.rows for _, f in parts)}
             if self._partitioned.get(name):
                 entry["partitions"] = [
-                    {"chip": chip, "file": self._relpath(name, chip), "rows": f.rows} for chip, f in parts
+                    {"chip": chip, "file": self._relpath(name, chip), "rows": f.rows, S.CHECKSUM: f.checksum}
+                    for chip, f in parts
                 ]
             else:
                 entry["file"] = self._relpath(name, None)
+                entry[S.CHECKSUM] = parts[0][1].checksum
             tables[name] = entry
         meta = dict(self.meta)
         meta["format"] = S.FORMAT_NAME

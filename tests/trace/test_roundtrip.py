@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import explorer
+from simcore.trace.checksum import file_checksum
 from simcore.errors import UserError
 from simcore.trace import TraceWriter, open_trace
 from simcore.trace import schema as S
@@ -104,7 +105,9 @@ def test_meta_json_records_format_rows_and_caller_meta(tmp_path):
     path = write_tiny(tmp_path / "m.trnx")
     meta = json.loads((path / "meta.json").read_text())
     assert meta["format"] == "trnx-trace" and meta["version"] == S.FORMAT_VERSION
-    assert meta["tables"]["instructions"] == {"file": "instructions.arrow", "rows": 8}
+    entry = meta["tables"]["instructions"]
+    assert entry == {"file": "instructions.arrow", "rows": 8, "checksum": file_checksum(path / "instructions.arrow")}
+    assert entry["checksum"].startswith("sha256-64MiB:") and len(entry["checksum"]) == 13 + 64
     assert meta["workload"] == {"name": "tiny"}
 
 

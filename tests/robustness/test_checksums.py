@@ -1,0 +1,191 @@
+"""Integrity (issue 12, item 9): every table file's SHA-256 is recorded in meta.json when the trace
+is written (format 1.3) and verified before the file is first read, by `trnx validate` and every
+other command; a trace from before 1.3 (no checksums) still opens.
+
+The fuzz test flips single bits across every table file of small traces: each run must be
+detected (exit 2, one sentence) or give output identical to the clean trace's."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from explorer.cli.main import main
+from simcore.errors import TraceFormatError
+from simcore.trace import open_trace
+from simcore.trace import schema as S
+from tracegen import write_tiny
+
+
+@pytest.fixture
+def trnx(capsys):
+    def run(*args: object) -> tuple[int, str, str]:
+        capsys.readouterr()
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
+
+
+def flip(file: Path, bit: int) -> None:
+    data = bytearray(file.read_bytes())
+    data[bit // 8] ^= 1 << (bit % 8)
+    file.write_bytes(bytes(data))
+
+
+def damaged_sentence(file: Path) -> str:
+    return (f"trnx: error: {file} is damaged: its bytes do not match the checksum meta.json recorded when it "
+            "was written (restore it from a copy, or capture again).")
+
+
+def test_validate_verifies_every_table_file(trnx, tmp_path):
+    t = write_tiny(tmp_path / "t.trnx")
+    meta = json.loads((t / "meta.json").read_text())
+    assert meta["version"] == "1.3"
+    assert all(e["checksum"].startswith("sha256-64MiB:") for e in meta["tables"].values())
+    code, out, err = trnx("validate", t)
+    assert code == 0 and out.strip().endswith("8 tables, 23 rows; every table file matches its checksum."), out + err
+
+
+@pytest.mark.parametrize("command", [["validate"], ["summary", "--json"], ["info"],
+                                    ["export", "--table", "dma", "--format", "csv", "-o", "{out}"]])
+def test_one_flipped_bit_is_one_sentence_everywhere(trnx, tmp_path, command):
+    t = write_tiny(tmp_path / "t.trnx")
+    flip(t / "dma.arrow", 8 * 200 + 3)
+    args = [a.replace("{out}", str(tmp_path / "x.csv")) for a in command]
+    code, out, err = trnx(args[0], t, *args[1:])
+    if command == ["info"]:   # meta.json only: info reads no table
+        assert code == 0
+        return
+    assert code == 2 and err.strip() == damaged_sentence(t / "dma.arrow")
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_file_is_verified_when_first_read_not_before(tmp_path):
+    t = write_tiny(tmp_path / "t.trnx")
+    flip(t / "instructions.arrow", 8 * 300)
+    trace = open_trace(t, validate=False)
+    assert trace.tracks.num_rows == 5           # another table: opens and reads as before
+    with pytest.raises(TraceFormatError, match="instructions.arrow is damaged"):
+        trace.instructions
+    assert open_trace(t, validate=False, checksums=False).instructions.num_rows == 8  # asked not to
+
+
+def test_a_trace_without_checksums_still_opens(trnx, tmp_path):
+    t = write_tiny(tmp_path / "old.trnx")
+    meta = json.loads((t / "meta.json").read_text())
+    meta["version"] = "1.1"
+    for entry in meta["tables"].values():
+        entry.pop("checksum")
+    (t / "meta.json").write_text(json.dumps(meta))
+    code, out, _ = trnx("validate", t)
+    assert code == 0 and "no checksums recorded (written before format 1.3)" in out
+    assert trnx("summary", "--json", t)[0] == 0
+
+
+def test_a_malformed_checksum_is_one_sentence(trnx, tmp_path):
+    t = write_tiny(tmp_path / "t.trnx")
+    meta = json.loads((t / "meta.json").read_text())
+    meta["tables"]["flows"]["checksum"] = "sha256-64MiB:not hex"
+    (t / "meta.json").write_text(json.dumps(meta))
+    code, _, err = trnx("validate", t)
+    assert code == 2 and "table 'flows' has a malformed checksum ('sha256-64MiB:not hex')." in err
+
+
+def test_partitions_each_carry_a_checksum(trnx, tmp_path):
+    from simcore.trace import TraceWriter
+    from tracegen import tiny_tables
+
+    t = tmp_path / "p.trnx"
+    with TraceWriter(t) as w:
+        for name, data in tiny_tables().items():
+            w.write(name, data, chip=0) if name == "instructions" else w.write(name, data)
+    part = json.loads((t / "meta.json").read_text())["tables"]["instructions"]["partitions"][0]
+    assert part["checksum"].startswith("sha256-64MiB:")
+    flip(t / part["file"], 8 * 100)
+    code, _, err = trnx("validate", t)
+    assert code == 2 and err.strip() == damaged_sentence(t / part["file"])
+
+
+def test_a_checksum_of_another_algorithm_is_left_unchecked(trnx, tmp_path):
+    """A later minor version may use another algorithm: this reader opens the trace, unchecked."""
+    t = write_tiny(tmp_path / "t.trnx")
+    meta = json.loads((t / "meta.json").read_text())
+    for entry in meta["tables"].values():
+        entry["checksum"] = "blake3:" + "0" * 64
+    (t / "meta.json").write_text(json.dumps(meta))
+    code, out, _ = trnx("validate", t)
+    assert code == 0 and "no checksums recorded" in out
+
+
+def test_the_checksum_is_a_hash_list_of_blocks_each_verified_on_its_own_thread(tmp_path, monkeypatch):
+    """sha256 over the sha256 digests of consecutive blocks (64 MiB; 4 KiB here so a small trace
+    has many), computed here independently of the writer, and one flipped bit in any block found."""
+    import hashlib
+
+    from simcore.trace import checksum
+    from tracegen import tiny_tables
+
+    monkeypatch.setattr(checksum, "BLOCK", 4096)
+    from simcore.trace import write_trace
+
+    t = write_trace(tmp_path / "t.trnx", tiny_tables(n_per_track=2000))
+    f = t / "instructions.arrow"
+    data = f.read_bytes()
+    assert len(data) > 10 * 4096
+    blocks = [hashlib.sha256(data[i:i + 4096]).digest() for i in range(0, len(data), 4096)]
+    meta = json.loads((t / "meta.json").read_text())
+    assert meta["tables"]["instructions"]["checksum"] == "sha256-64MiB:" + hashlib.sha256(b"".join(blocks)).hexdigest()
+    assert open_trace(t).verify_checksums(workers=4) == 0   # (validated at open: all verified already)
+    flip(f, 8 * (len(data) - 5000))                           # in the next-to-last block
+    with pytest.raises(TraceFormatError, match="instructions.arrow is damaged"):
+        open_trace(t, validate=False, checksums=False).verify_checksums(workers=4)
+
+
+def _bit_flip_runs(trnx, tmp_path: Path, clean: Path, flips_per_file: int, seed: int) -> tuple[int, int]:
+    """Flip one bit at a time in every table file of `clean`; each `trnx summary --json` is
+    detected (exit 2 and one sentence) or identical to the clean trace's. Returns (runs, detected)."""
+    code, want, err = trnx("summary", "--json", "--no-recommendations", clean)
+    assert code == 0, err
+    rng = random.Random(seed)
+    runs = detected = 0
+    for rel in [p.relative_to(clean) for p in sorted(clean.rglob("*.arrow"))]:
+        size = (clean / rel).stat().st_size
+        for bit in sorted(rng.sample(range(size * 8), min(flips_per_file, size * 8))):
+            t = tmp_path / "flipped.trnx"
+            shutil.rmtree(t, ignore_errors=True)
+            shutil.copytree(clean, t)
+            flip(t / rel, bit)
+            code, out, err = trnx("summary", "--json", "--no-recommendations", t)
+            runs += 1
+            if code == 2:
+                lines = err.strip().splitlines()
+                assert len(lines) == 1 and lines[0].startswith("trnx: error: ") and "Traceback" not in err, err
+                detected += 1
+            else:
+                assert code == 0 and out == want.replace(str(clean), str(t)), f"{rel} bit {bit}: {err}"
+            vcode, _, verr = trnx("validate", t)
+            assert vcode == 2 and f"{t / rel} is " in verr, f"{rel} bit {bit} passed validate"  # (or its magic)
+    return runs, detected
+
+
+def test_bit_flips_in_every_table_file_are_detected_or_harmless(trnx, tmp_path):
+    tiny = write_tiny(tmp_path / "tiny.trnx")
+    runs, detected = _bit_flip_runs(trnx, tmp_path, tiny, flips_per_file=12, seed=12)
+    assert runs == 12 * len(S.TABLES) and detected == runs
+
+
+def test_bit_flips_in_a_captured_trace(trnx, tmp_path):
+    import simcore
+
+    cap = simcore.capture(workload="rmsnorm", shape="128,512", detail="instruction", out_path=tmp_path / "c.trnx")
+    runs, detected = _bit_flip_runs(trnx, tmp_path, cap, flips_per_file=6, seed=9)
+    assert runs == 6 * len(S.TABLES) and detected == runs

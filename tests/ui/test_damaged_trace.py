@@ -1,0 +1,72 @@
+"""The window verifies a trace's checksums off the GUI thread, after the trace is on screen (a
+big trace opens as fast as before); a damaged table file closes it with one sentence in an
+error dialog, as `trnx` refuses it (issue 12, item 9)."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QMessageBox
+
+from model.timeline_traces import write_timeline_trace
+
+
+def flip_a_value(file):
+    """Change the first counter value's lowest mantissa bit: the file still parses, only its
+    checksum can tell."""
+    import struct
+
+    import pyarrow.feather as feather
+
+    value = feather.read_table(file, memory_map=False).column("value")[0].as_py()
+    data = bytearray(file.read_bytes())
+    at = data.find(struct.pack("<d", value))
+    assert at > 0
+    data[at] ^= 1
+    file.write_bytes(bytes(data))
+
+
+def test_a_damaged_table_closes_the_trace_with_one_sentence(qtbot, tmp_path, monkeypatch):
+    from explorer.ui import open_window
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda parent, title, text, *a: shown.append((title, text)))
+    path = write_timeline_trace(tmp_path / "t.trnx")
+    flip_a_value(path / "counters.arrow")
+    w = open_window(path)
+    qtbot.addWidget(w)
+    opened = []
+    w.trace_loaded.connect(opened.append)   # (queued from the loader: nothing is delivered before the wait)
+    qtbot.waitUntil(lambda: bool(shown), timeout=30_000)
+    assert len(opened) == 1, shown  # it was on screen first: the checksums do not delay the window
+    assert shown == [("Damaged trace", f"{path / 'counters.arrow'} is damaged: its bytes do not match the "
+                                       "checksum meta.json recorded when it was written (restore it from a copy, or "
+                                       "capture again).")]
+    assert w.loaded is None and w.windowTitle() == "Trn3 Explorer"
+
+
+def test_an_intact_trace_stays_open_after_its_checksums_are_verified(qtbot, window, monkeypatch):
+    shown = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda parent, title, text, *a: shown.append(text))
+    from explorer.ui.loader import TraceLoader
+
+    for loader in window.findChildren(TraceLoader):
+        loader.wait(30_000)
+    qtbot.wait(50)
+    assert shown == [] and window.loaded is not None
+    assert window.loaded.index.trace.verify_checksums() == 0  # every file was already hashed, off the GUI thread
+
+
+def test_damage_that_breaks_the_file_says_damaged_when_opening(qtbot, tmp_path, monkeypatch):
+    from explorer.ui import open_window
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda parent, title, text, *a: shown.append((title, text)))
+    path = write_timeline_trace(tmp_path / "t.trnx")
+    f = path / "counters.arrow"
+    data = bytearray(f.read_bytes())
+    data[len(data) // 2] ^= 0x10   # an array's length or offset: reading the file fails
+    f.write_bytes(bytes(data))
+    w = open_window(path)
+    qtbot.addWidget(w)
+    qtbot.waitUntil(lambda: bool(shown), timeout=30_000)
+    assert shown == [("Cannot open trace", f"{f} is damaged: its bytes do not match the checksum meta.json "
+                                           "recorded when it was written (restore it from a copy, or capture again).")]
