@@ -101,7 +101,7 @@ class TraceLoader(QThread):
         on screen: hashing a 10 GB trace takes seconds, which the window does not wait for."""
         try:
             result.index.trace.verify_checksums(stop=lambda: self._cancel)
-        except UserError as exc:
-            self.damaged.emit(result.path, str(exc))
-        except OSError as exc:
-            self.damaged.emit(result.path, f"{result.path} cannot be read: {exc.strerror or exc}.")
+        except Exception as exc:  # one sentence in the dialog (describe); a bug keeps its traceback on stderr
+            if not user_caused(exc):
+                traceback.print_exc(file=sys.stderr)
+            self.damaged.emit(result.path, describe(exc, f"verify {result.path}"))
