@@ -20,6 +20,7 @@ import orjson
 
 from simcore.atomic import atomic_path
 from simcore.trace import Trace
+from explorer.export import annotation_events
 from explorer.export import timeline_rows as R
 from explorer.export.selection import export_scope
 
@@ -135,5 +136,6 @@ def export_chrome_json(trace: Trace, out: Path, options: dict[str, Any]) -> int:
                     f'{{"ph":"f","bp":"e","cat":"flow","name":"dependency","id":{i},"pid":{p},"tid":{tr},"ts":{ts}}}'
                     for i, p, tr, ts in zip(ids, track_chip[f.dst_track[sl]].tolist(), f.dst_track[sl].tolist(), _us(f.dst_start[sl]))
                 ])
+            w.write(annotation_events.chrome_lines(trace, sel))  # the user's markers and ranges (annotations.json)
             fh.write("\n]}\n")
     return w.count

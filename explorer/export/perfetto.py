@@ -24,6 +24,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from simcore.atomic import atomic_path
 from simcore.trace import Trace
+from explorer.export import annotation_events
 from explorer.export import timeline_rows as R
 from explorer.export.selection import export_scope
 
@@ -220,4 +221,5 @@ def export_perfetto(trace: Trace, out: Path, options: dict[str, Any]) -> int:
             for tr, t, v in R.counters(trace, sel, tracks.selected):
                 fh.write(encode_counters(tr + 1, t, v))
                 packets += len(t)
+            packets += annotation_events.write_perfetto(fh, trace, sel, pb, SEQ_ID, _write_packet)  # annotations.json
     return packets

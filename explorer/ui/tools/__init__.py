@@ -8,7 +8,7 @@ runs on the tools' worker (`background.run_tool`), never on the GUI thread.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QCursor, QKeySequence, QShortcut
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox
 
 from explorer.model import deep_link
@@ -16,6 +16,7 @@ from simcore.errors import UserError
 
 from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import OverlayLayer
+from explorer.ui.tools.annotations_view import AnnotationsLayer, QtAnnotations
 from explorer.ui.tools.query_console import QtQueryConsole
 from explorer.ui.tools.query_track_view import QtQueryTracks
 from explorer.ui.tools.search_hits_layer import SearchHitsLayer
@@ -39,6 +40,17 @@ class Tools:
         at = next((i for i, layer in enumerate(layers) if isinstance(layer, OverlayLayer)), len(layers))
         layers.insert(at, self.hits_layer)  # over the rows, under the selection and hover
         window.search.hits_changed.connect(lambda _hits: timeline.canvas.update())
+        self.annotations = QtAnnotations(window.view)
+        window.add_panel("Annotations", self.annotations, Qt.RightDockWidgetArea)
+        for canvas in (timeline.canvas, timeline.counter_canvas):
+            layers = canvas.layers
+            at = next((i for i, layer in enumerate(layers) if isinstance(layer, OverlayLayer)), len(layers))
+            layers.insert(at, AnnotationsLayer(lambda: self.annotations.items))
+        self.annotations.changed.connect(timeline.update_all)
+        self.annotations.range_requested.connect(lambda t0, t1: window.zoom_to(t0, t1))
+        self.annotations.failed.connect(lambda msg: self._error("Annotations", msg))
+        self.mark = QShortcut(QKeySequence("M"), window, self.mark_here)
+        self.mark.setObjectName("shortcut-marker")
         self.slash = QShortcut(QKeySequence("/"), window, self.focus_search)
         self.slash.setObjectName("shortcut-search")
         self.copy_link_action = QAction("Copy &link", window)
@@ -64,6 +76,14 @@ class Tools:
         self.query_tracks.zoom_requested.connect(lambda t0, t1: window.zoom_to(t0, t1))
         self.statistics.select_query.connect(window.search.run)
         self.statistics.slowest.connect(self._go_to_slowest)
+
+    def mark_here(self):
+        """M: a marker at the pointer, snapped to an event edge of the row under it."""
+        canvas = self.window.timeline.canvas
+        pos = canvas.mapFromGlobal(QCursor.pos())
+        g = canvas.geom_at(pos.y()) if canvas.rect().contains(pos) else None
+        vp = self.window.view.viewport
+        return self.annotations.add_marker_here(g.track_id if g is not None else None, vp.width / canvas.track_width)
 
     def focus_search(self) -> None:
         """"/": type a search (as in Perfetto and vim)."""
@@ -117,12 +137,14 @@ class Tools:
                 self._error("Cannot follow the link", str(exc))
         self.console.set_trace(loaded.index.trace)
         self.statistics.set_trace(loaded.index.trace)
+        self.annotations.set_trace_dir(loaded.path)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
     def _trace_closed(self) -> None:
         self.console.set_trace(None)
         self.statistics.set_trace(None)
+        self.annotations.set_trace_dir(None)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 

@@ -1,0 +1,168 @@
+"""Annotations: point markers and ranges with notes, kept in the trace directory as `annotations.json`.
+
+The file is the user's own work beside the tables (which are never rewritten): a
+versioned JSON document written atomically (a temporary sibling renamed onto it), so
+a crash never leaves half a file, and `trnx export --format chrome-json|perfetto`
+carries the annotations along. Markers snap to the nearest event edge on their row;
+between two markers the window shows the time and what happened in between
+(`explorer.model.timeline.selection.summarize_area` over every row).
+
+    {"format": "trnx-annotations", "version": 1,
+     "annotations": [{"id": 1, "kind": "marker", "t0": 1200, "t1": 1200, "track_id": 3, "note": "..."},
+                     {"id": 2, "kind": "range", "t0": 1000, "t1": 5000, "track_id": null, "note": "..."}]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from simcore.atomic import atomic_path
+from simcore.errors import UserError
+
+FILE = "annotations.json"
+FORMAT = "trnx-annotations"
+VERSION = 1
+KINDS = ("marker", "range")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    id: int
+    kind: str  # "marker" (t0 == t1) or "range"
+    t0: int  # trace ns
+    t1: int
+    note: str = ""
+    track_id: int | None = None  # the row it was made on, if any
+
+    @property
+    def duration_ns(self) -> int:
+        return self.t1 - self.t0
+
+
+def path_of(trace_dir: str | os.PathLike[str]) -> Path:
+    return Path(trace_dir) / FILE
+
+
+def _check(item: object, where: Path) -> Annotation:
+    if not isinstance(item, dict):
+        raise UserError(f"{where} is damaged: an annotation is not an object.")
+    try:
+        a = Annotation(int(item["id"]), str(item["kind"]), int(item["t0"]), int(item["t1"]), str(item.get("note", "")),
+                       None if item.get("track_id") is None else int(item["track_id"]))
+    except (KeyError, TypeError, ValueError):
+        raise UserError(f"{where} is damaged: an annotation lacks an id, kind, t0 or t1.") from None
+    if a.kind not in KINDS or a.t1 < a.t0 or (a.kind == "marker" and a.t1 != a.t0):
+        raise UserError(f"{where} is damaged: annotation {a.id} is not a marker or a forward range.")
+    return a
+
+
+def load(trace_dir: str | os.PathLike[str]) -> list[Annotation]:
+    """The trace's annotations ([] when it has none); a damaged or newer file is one sentence."""
+    p = path_of(trace_dir)
+    if not p.is_file():
+        return []
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{p} cannot be read ({type(exc).__name__}); move it aside to start afresh.") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UserError(f"{p} is not a trnx annotations file.")
+    if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
+        raise UserError(f"{p} is annotations version {doc.get('version')!r}, newer than this explorer ({VERSION}); upgrade it.")
+    items = doc.get("annotations")
+    if not isinstance(items, list):
+        raise UserError(f"{p} is damaged: it has no annotations list.")
+    return sorted((_check(i, p) for i in items), key=lambda a: (a.t0, a.id))
+
+
+def save(trace_dir: str | os.PathLike[str], annotations: list[Annotation]) -> Path:
+    """Write the annotations atomically (temporary sibling + rename); [] removes the file."""
+    p = path_of(trace_dir)
+    if not annotations:
+        if p.exists():
+            p.unlink()
+        return p
+    doc = {"format": FORMAT, "version": VERSION,
+           "annotations": [asdict(a) for a in sorted(annotations, key=lambda a: (a.t0, a.id))]}
+    try:
+        with atomic_path(p) as tmp:
+            tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    except PermissionError:
+        raise UserError(f"cannot save annotations: {p.parent} is read-only.") from None
+    return p
+
+
+class AnnotationSet:
+    """A trace's annotations in memory, saved on every change."""
+
+    def __init__(self, trace_dir: str | os.PathLike[str]) -> None:
+        self.trace_dir = Path(trace_dir)
+        self.items: list[Annotation] = load(self.trace_dir)
+
+    def _next_id(self) -> int:
+        return max((a.id for a in self.items), default=0) + 1
+
+    def _commit(self, items: list[Annotation]) -> None:
+        save(self.trace_dir, items)  # first: a refused write changes nothing in memory either
+        self.items = sorted(items, key=lambda a: (a.t0, a.id))
+
+    def add_marker(self, t: int, note: str = "", track_id: int | None = None) -> Annotation:
+        a = Annotation(self._next_id(), "marker", int(t), int(t), note, track_id)
+        self._commit(self.items + [a])
+        return a
+
+    def add_range(self, t0: int, t1: int, note: str = "", track_id: int | None = None) -> Annotation:
+        if t1 <= t0:
+            raise UserError("a range annotation needs an end after its start.")
+        a = Annotation(self._next_id(), "range", int(t0), int(t1), note, track_id)
+        self._commit(self.items + [a])
+        return a
+
+    def set_note(self, ident: int, note: str) -> Annotation:
+        a = replace(self.get(ident), note=note)
+        self._commit([a if x.id == ident else x for x in self.items])
+        return a
+
+    def remove(self, ident: int) -> None:
+        self.get(ident)
+        self._commit([x for x in self.items if x.id != ident])
+
+    def get(self, ident: int) -> Annotation:
+        for a in self.items:
+            if a.id == ident:
+                return a
+        raise UserError(f"there is no annotation {ident}.")
+
+    def markers(self) -> list[Annotation]:
+        return [a for a in self.items if a.kind == "marker"]
+
+
+def snap(index, t: float, track_id: int | None, tolerance_ns: float) -> int:
+    """`t` moved to the nearest start or end of an event on `track_id` within `tolerance_ns` (else `t`).
+
+    `index` is the timeline's `TraceIndex`; only the lane's few intervals around `t` are read.
+    """
+    lane = index.lanes.get(track_id) if track_id is not None else None
+    if lane is None or not len(lane.start):
+        return int(round(t))
+    a, b = lane.visible(t - tolerance_ns, t + tolerance_ns)
+    if b <= a:
+        return int(round(t))
+    s = lane.start[a:b].astype(np.float64)
+    edges = np.concatenate([s, s + lane.dur[a:b]])
+    i = int(np.argmin(np.abs(edges - t)))
+    return int(edges[i]) if abs(edges[i] - t) <= tolerance_ns else int(round(t))
+
+
+def between(index, a: Annotation, b: Annotation):
+    """What happened between two annotations' times, on every row: a `SelectionSummary`
+    (busy time per row, instructions, FLOPs, DMA bytes, collective waits) over [earlier, later)."""
+    from explorer.model.timeline.selection import area_scope, summarize_area
+
+    t0, t1 = sorted((a.t0, b.t0))
+    return summarize_area(index, area_scope(sorted(index.lanes), t0, max(t1, t0 + 1)))
