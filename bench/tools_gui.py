@@ -1,0 +1,172 @@
+"""The power tools (issue 18) on a big trace: time to answer, and how long they block the GUI thread.
+
+    QT_QPA_PLATFORM=offscreen python bench/tools_gui.py TRACE [--kernel-id ID]
+
+Opens TRACE in the real window, waits for the analysis panels, then runs each tool the
+way a user triggers it -- a query in the console, a field search, the statistics table
+and one histogram, a deep link, the delta between two annotations -- and reports for each:
+`answer_s` (from the trigger until the result is shown) and `max_stall_ms`, the longest
+gap between ticks of a 5 ms QTimer on the GUI thread meanwhile (what a user feels as a
+frozen window). The baseline, measured in the same run, is the same work done inline on
+the GUI thread (`inline_s`): the stall there would have been. Annotations are written
+to a temporary copy's file, never to TRACE (its tables are hard-linked, not copied).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def linked_copy(src: Path, dst: Path) -> Path:
+    """A trace directory whose files are hard links (or copies across devices) of `src`'s."""
+    for p in src.rglob("*"):
+        q = dst / p.relative_to(src)
+        if p.is_dir():
+            q.mkdir(parents=True, exist_ok=True)
+        elif p.name != "annotations.json":
+            q.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(p, q)
+            except OSError:
+                shutil.copy2(p, q)
+    return dst
+
+
+class Stall:
+    """The longest gap between 5 ms timer ticks on the GUI thread."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.timer = QTimer(interval=5)
+        self.timer.timeout.connect(self._tick)
+        self.last = 0.0
+        self.worst = 0.0
+
+    def _tick(self) -> None:
+        now = time.perf_counter()
+        self.worst = max(self.worst, now - self.last)
+        self.last = now
+
+    def __enter__(self) -> Stall:
+        self.last, self.worst = time.perf_counter(), 0.0
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timer.stop()
+        self._tick()
+
+
+def wait(app, done, timeout: float = 600.0) -> None:
+    t = time.perf_counter()
+    while not done():
+        app.processEvents()
+        time.sleep(0.001)
+        if time.perf_counter() - t > timeout:
+            raise TimeoutError("no answer")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trace", type=Path)
+    ap.add_argument("--kernel-id", type=int, default=None, help="the kernel a deep link goes to (default: the longest)")
+    args = ap.parse_args()
+    from explorer.model import annotations as A
+    from explorer.model import deep_link
+    from explorer.model.query import TraceQuery
+    from explorer.model.stats import duration_histogram, duration_stats
+    from explorer.model.timeline.field_search import field_search
+    from explorer.ui import ensure_app, open_window
+
+    app = ensure_app()
+    tmp = Path(tempfile.mkdtemp(prefix="tools-bench-"))
+    path = linked_copy(args.trace, tmp / args.trace.name)
+    w = open_window(None)
+    w.resize(1920, 1080)
+    w.show_error_dialogs = False
+    t = time.perf_counter()
+    w.open_path(path)
+    wait(app, lambda: w.loaded is not None)
+    open_s = time.perf_counter() - t
+    wait(app, lambda: w.analysis.session.analysis is not None)
+    index = w.view.index
+    tools = w.tools
+    rows: list[dict] = []
+
+    def measure(name: str, start, done, inline) -> None:
+        with Stall() as s:
+            t = time.perf_counter()
+            start()
+            wait(app, done)
+            answer = time.perf_counter() - t
+        t = time.perf_counter()
+        inline()
+        rows.append({"tool": name, "answer_s": round(answer, 3), "max_stall_ms": round(s.worst * 1e3, 1),
+                     "inline_s": round(time.perf_counter() - t, 3)})
+        print(json.dumps(rows[-1]), flush=True)
+
+    with Stall() as s:  # the noise floor: the loaded machine's own scheduling gaps, nothing running
+        for _ in range(800):
+            app.processEvents()
+            time.sleep(0.001)
+    rows.append({"tool": "idle (noise floor)", "answer_s": 0.0, "max_stall_ms": round(s.worst * 1e3, 1), "inline_s": 0.0})
+    print(json.dumps(rows[-1]), flush=True)
+    first = index.find_id(int(index.tables["instructions"].value("id", 0)))
+    measure("first selection of an instruction (dependencies)", lambda: w.view.select(first), lambda: True, lambda: w.view.select(first))
+
+    sql = "SELECT opcode, count(*) n, sum(dur_ns) total, quantile_cont(dur_ns, 0.95) p95 FROM instructions GROUP BY 1"
+    c = tools.console
+    c.editor.setPlainText(sql)
+    measure("query console (group by opcode)", c.run, lambda: c.run_button.isEnabled() and c.result is not None,
+            lambda: TraceQuery(index.trace).run(sql))
+
+    q = "opcode:MultiplyMoving dur>300ns"
+    bar = w.search
+    measure(f"field search '{q}'", lambda: bar.run(q), lambda: bar.hits is not None and bar.searching is None,
+            lambda: field_search(index, q))
+
+    st = tools.statistics
+    w.panels["Statistics"].raise_()
+    measure("statistics per opcode", st.refresh, lambda: not st.busy and st.model.rowCount() > 0,
+            lambda: duration_stats(TraceQuery(index.trace), "opcode"))
+    name = st.model.record(0)["name"]
+    st.histogram = None
+    measure(f"histogram of {name}", lambda: st._row_chosen(0), lambda: st.histogram is not None,
+            lambda: duration_histogram(TraceQuery(index.trace), "opcode", name))
+
+    kid = args.kernel_id
+    if kid is None:
+        k = index.tables["kernels"]
+        kid = int(k.column("kernel_id")[int(k.column("dur_ns").argmax())])
+    link = f"kernel:{kid}"
+    measure(f"deep link {link}", lambda: tools.go_to_link(link), lambda: True, lambda: deep_link.resolve(index, link))
+    iid = int(index.tables["instructions"].value("id", index.tables["instructions"].n // 2))
+    measure(f"deep link instruction:{iid}", lambda: tools.go_to_link(f"instruction:{iid}"), lambda: True,
+            lambda: deep_link.resolve(index, f"instruction:{iid}"))
+
+    panel = tools.annotations
+    lo, hi = index.span
+    a = panel.add_marker(lo + (hi - lo) // 4)
+    b = panel.add_marker(lo + 3 * (hi - lo) // 4)
+    panel.table.selectAll()
+    panel.delta = None
+    measure("delta between two markers (half the trace)", panel._selection_changed, lambda: panel.delta is not None,
+            lambda: A.between(index, a, b))
+    w.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(json.dumps({"trace": str(args.trace), "events": index.event_count, "open_s": round(open_s, 2), "tools": rows}))
+
+
+if __name__ == "__main__":
+    main()
