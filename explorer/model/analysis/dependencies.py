@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from explorer.model.events import DMA, INSTRUCTION, TABLE_NAMES, EventIndex
 from explorer.model.columns import num
 from explorer.model.tracks import Tracks
-from explorer.model.analysis.flow_index import FlowIndex
+from explorer.model.flow_index import FlowIndex
 from explorer.model.table_chunks import ChunkedColumn, TrackRuns, whole_column
 from simcore.errors import UserError
 from simcore.trace import Trace

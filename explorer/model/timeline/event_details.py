@@ -13,6 +13,7 @@ import weakref
 
 import numpy as np
 
+from explorer.model.flow_index import FlowIndex
 from explorer.model.table_chunks import ChunkedColumn, batches
 from explorer.model.timeline.trace_index import EventRef, TraceIndex
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
@@ -117,8 +118,6 @@ _FLOWS_INTO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _flows_into(index: TraceIndex):
     """The flows keyed by destination, made once per index (a search of the dst_id chunks in place)."""
-    from explorer.model.analysis.flow_index import FlowIndex
-
     got = _FLOWS_INTO.get(index)
     if got is None:
         got = _FLOWS_INTO[index] = FlowIndex(index.trace.flows, "dst_id")
