@@ -131,6 +131,14 @@ def main() -> None:
     measure("query console (group by opcode)", c.run, lambda: c.run_button.isEnabled() and c.result is not None,
             lambda: TraceQuery(index.trace).run(sql))
 
+    t = time.perf_counter()  # baseline for the query itself: pandas on the same columns
+    df = index.trace.table("instructions").select(["opcode", "dur_ns"]).to_pandas()
+    df.groupby("opcode", observed=True)["dur_ns"].agg(["count", "sum", lambda d: d.quantile(0.95)])
+    rows.append({"tool": "baseline: pandas read + group by opcode (same query)", "answer_s": round(time.perf_counter() - t, 3),
+                 "max_stall_ms": None, "inline_s": round(time.perf_counter() - t, 3)})
+    print(json.dumps(rows[-1]), flush=True)
+    del df
+
     q = "opcode:MultiplyMoving dur>300ns"
     bar = w.search
     measure(f"field search '{q}'", lambda: bar.run(q), lambda: bar.hits is not None and bar.searching is None,

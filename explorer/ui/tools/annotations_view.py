@@ -171,6 +171,9 @@ class QtAnnotations(QWidget):
         t = self.state.hover_t if self.state.hover_t is not None else (vp.t0 + vp.t1) / 2
         return self.add_marker(t, track_id, snap_ns=SNAP_PX * ns_per_px)
 
+    def add_range(self, t0: int, t1: int, note: str = "") -> A.Annotation | None:
+        return self._do(lambda: self.store.add_range(int(t0), int(t1), note))
+
     def add_range_here(self) -> A.Annotation | None:
         area = self.state.area
         t0, t1 = (area.t0, area.t1) if area is not None else (self.state.viewport.t0, self.state.viewport.t1)

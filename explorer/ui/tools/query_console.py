@@ -231,6 +231,7 @@ class QtQueryConsole(QWidget):
     def _fill_saved(self, current: str = "") -> None:
         self.saved.blockSignals(True)
         self.saved.clear()
+        self.saved.addItem("")  # nothing chosen: the editor holds an unsaved query
         self.saved.addItems(sorted(self._saved_sql()))
         if current:
             self.saved.setCurrentText(current)

@@ -1,0 +1,98 @@
+"""Regenerate docs/images/tools-*.png: the power tools (docs/tools.md) on the 8B decode sample, both themes.
+
+    .venv/bin/python docs/images/tools_screenshots.py [TRACE] [--output-dir DIR]
+
+Offscreen at 1920x1080, on a hard-linked copy of the trace (the annotations are written
+there, never into the sample): a query pinned as a track above the rows with a field
+search's hits outlined (`tools-query-THEME.png`), and the statistics panel with a
+duration histogram, two annotations and the delta between them (`tools-stats-THEME.png`).
+Rerun it when the tools' looks change, and look at the pictures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def settle(app, seconds: float = 0.3, until=None, timeout: float = 60.0) -> None:
+    end = time.perf_counter() + (timeout if until else seconds)
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.01)
+        if until is not None and until():
+            break
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace", nargs="?", type=Path, default=ROOT / "sample_traces" / "llama3.1-8b-decode.trnx")
+    ap.add_argument("--output-dir", type=Path, default=ROOT / "docs" / "images")
+    a = ap.parse_args()
+    from PySide6.QtCore import QSettings
+
+    from explorer.ui import ensure_app, open_window
+    from tools_gui import linked_copy
+
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="trnx-shot-"))
+    tmp = Path(tempfile.mkdtemp(prefix="tools-shot-"))
+    trace = linked_copy(a.trace, tmp / a.trace.name)
+    app = ensure_app()
+    for theme in ("dark", "light"):
+        w = open_window(trace)
+        w.resize(1920, 1080)
+        w.show()
+        w.extras.set_theme(theme, save=False)  # the window applies the saved theme when shown: set it after
+        w.wait_loaded()
+        settle(app, until=lambda: w.analysis.session.analysis is not None)
+        lo, hi = w.loaded.index.span
+        t = w.tools
+        # 1: a query pinned as a track, and a field search's hits outlined
+        w.panels["Query"].raise_()
+        t.console.run("SELECT name, start_ns, dur_ns, core FROM kernels WHERE name LIKE 'matmul%' AND dur_ns > 10000")
+        settle(app, until=lambda: t.console.result is not None and t.console.run_button.isEnabled())
+        t.console.pin()
+        w.search.run("opcode:MultiplyMoving dur>280ns")
+        settle(app, until=lambda: w.search.hits is not None and w.search.searching is None)
+        mid = lo + (hi - lo) * 0.42
+        w.zoom_to(mid, mid + 60_000)
+        w.view.select(None)
+        settle(app, 0.5)
+        w.grab().save(str(a.output_dir / f"tools-query-{theme}.png"))
+        # 2: statistics with a histogram, annotations and their delta
+        w.search.edit.clear()
+        w.panels["Statistics"].raise_()
+        w.panels["Annotations"].raise_()
+        st = t.statistics
+        settle(app, until=lambda: not st.busy and st.model.rowCount() > 0)
+        row = st.model.find("name", "MultiplyMoving")
+        st.table.selectRow(row)
+        settle(app, until=lambda: st.histogram is not None and st.histogram.name == "MultiplyMoving")
+        w.zoom_to(mid, mid + 200_000)
+        p = t.annotations
+        p.add_marker(int(mid + 40_000), note="layer 14 starts")
+        p.add_range(int(mid + 90_000), int(mid + 130_000), note="HBM-bound MLP")
+        p.add_marker(int(mid + 160_000), note="layer 15 starts")
+        p.table.selectRow(0)
+        p.table.selectionModel().select(p.table.model().index(2, 0),
+                                        p.table.selectionModel().SelectionFlag.Select | p.table.selectionModel().SelectionFlag.Rows)
+        settle(app, until=lambda: "instructions" in p.delta_label.text())
+        settle(app, 0.5)
+        w.grab().save(str(a.output_dir / f"tools-stats-{theme}.png"))
+        w.close()
+        (trace / "annotations.json").unlink(missing_ok=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("wrote", ", ".join(f"tools-{k}-{t}.png" for k in ("query", "stats") for t in ("dark", "light")))
+
+
+if __name__ == "__main__":
+    main()
