@@ -5,7 +5,8 @@
 Offscreen at 1920x1080, on a hard-linked copy of the trace (the annotations are written
 there, never into the sample): a query pinned as a track above the rows with a field
 search's hits outlined (`tools-query-THEME.png`), and the statistics panel with a
-duration histogram, two annotations and the delta between them (`tools-stats-THEME.png`).
+duration histogram, two annotations and the delta between them (`tools-stats-THEME.png`), and
+the collective duration chart on the straggler sample (`tools-collectives-THEME.png`).
 Rerun it when the tools' looks change, and look at the pictures.
 """
 
@@ -90,8 +91,23 @@ def main() -> None:
         w.grab().save(str(a.output_dir / f"tools-stats-{theme}.png"))
         w.close()
         (trace / "annotations.json").unlink(missing_ok=True)
+    tp16 = linked_copy(ROOT / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx", tmp / "tp16.trnx")
+    for theme in ("dark", "light"):  # 3: the collective duration chart on the straggler sample
+        w = open_window(tp16)
+        w.resize(1920, 1080)
+        w.show()
+        w.extras.set_theme(theme, save=False)
+        w.wait_loaded()
+        settle(app, until=lambda: w.analysis.session.analysis is not None)  # (which raises its default panels)
+        w.panels["Collective durations"].raise_()
+        chart = w.tools.collective_chart
+        settle(app, until=lambda: len(chart.frame) > 0)
+        w.tools.go_to_link("collective:7")
+        settle(app, 0.5)
+        w.grab().save(str(a.output_dir / f"tools-collectives-{theme}.png"))
+        w.close()
     shutil.rmtree(tmp, ignore_errors=True)
-    print("wrote", ", ".join(f"tools-{k}-{t}.png" for k in ("query", "stats") for t in ("dark", "light")))
+    print("wrote", ", ".join(f"tools-{k}-{t}.png" for k in ("query", "stats", "collectives") for t in ("dark", "light")))
 
 
 if __name__ == "__main__":

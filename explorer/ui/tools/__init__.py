@@ -17,6 +17,7 @@ from simcore.errors import UserError
 from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import OverlayLayer
 from explorer.ui.tools.annotations_view import AnnotationsLayer, QtAnnotations
+from explorer.ui.tools.collective_chart import QtCollectiveChart
 from explorer.ui.tools.query_console import QtQueryConsole
 from explorer.ui.tools.query_track_view import QtQueryTracks
 from explorer.ui.tools.search_hits_layer import SearchHitsLayer
@@ -49,6 +50,9 @@ class Tools:
         self.annotations.changed.connect(timeline.update_all)
         self.annotations.range_requested.connect(lambda t0, t1: window.zoom_to(t0, t1))
         self.annotations.failed.connect(lambda msg: self._error("Annotations", msg))
+        self.collective_chart = QtCollectiveChart()
+        window.add_panel("Collective durations", self.collective_chart, Qt.BottomDockWidgetArea)
+        self.collective_chart.link_requested.connect(self._follow)
         self.mark = QShortcut(QKeySequence("M"), window, self.mark_here)
         self.mark.setObjectName("shortcut-marker")
         self.slash = QShortcut(QKeySequence("/"), window, self.focus_search)
@@ -123,6 +127,12 @@ class Tools:
             view.set_node(target.node)
         return target
 
+    def _follow(self, text: str) -> None:
+        try:
+            self.go_to_link(text)
+        except UserError as exc:
+            self._error("Cannot go there", str(exc))
+
     def go_when_loaded(self, text: str) -> None:
         """Follow `text` once the trace being opened is shown (`trnx view TRACE --goto LINK`)."""
         deep_link.parse(text)  # bad grammar is refused now, not after the load
@@ -138,6 +148,7 @@ class Tools:
         self.console.set_trace(loaded.index.trace)
         self.statistics.set_trace(loaded.index.trace)
         self.annotations.set_trace_dir(loaded.path)
+        self.collective_chart.set_trace(loaded.index.trace, float(loaded.index.span[0]))
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
@@ -145,6 +156,7 @@ class Tools:
         self.console.set_trace(None)
         self.statistics.set_trace(None)
         self.annotations.set_trace_dir(None)
+        self.collective_chart.set_trace(None)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 

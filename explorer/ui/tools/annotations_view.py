@@ -17,7 +17,7 @@ import pandas as pd
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHBoxLayout, QInputDialog, QLabel, QToolButton, QVBoxLayout, QWidget,
+    QAbstractItemView, QGridLayout, QInputDialog, QLabel, QToolButton, QVBoxLayout, QWidget,
 )
 
 from explorer.model import annotations as A
@@ -115,10 +115,10 @@ class QtAnnotations(QWidget):
         self.delta_label = QLabel("", objectName="annotations-delta")
         self.delta_label.setWordWrap(True)
         self.delta_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        top = QHBoxLayout()
-        for b in buttons:
-            top.addWidget(b)
-        top.addStretch(1)
+        top = QGridLayout()  # two by two: the right dock stays as narrow as its other panels
+        for i, b in enumerate(buttons):
+            top.addWidget(b, i // 2, i % 2)
+        top.setColumnStretch(2, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(top)

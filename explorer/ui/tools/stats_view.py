@@ -71,6 +71,7 @@ class QtStatistics(QWidget):
         self.slowest_button.setToolTip("Go to the selected name's slowest event")
         self.slowest_button.clicked.connect(self.go_to_slowest)
         self.status = QLabel("", objectName="stats-status")
+        self.status.setWordWrap(True)
         self.model = FrameTableModel(COLUMNS)
         self.table = make_table(self.model, "stats-table")
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _: self._row_chosen(cur.row()))
