@@ -18,6 +18,8 @@ from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import OverlayLayer
 from explorer.ui.tools.annotations_view import AnnotationsLayer, QtAnnotations
 from explorer.ui.tools.collective_chart import QtCollectiveChart
+from explorer.ui.tools.layouts import Layouts
+from explorer.ui.tools.regions_view import QtRegions
 from explorer.ui.tools.query_console import QtQueryConsole
 from explorer.ui.tools.query_track_view import QtQueryTracks
 from explorer.ui.tools.search_hits_layer import SearchHitsLayer
@@ -53,6 +55,9 @@ class Tools:
         self.collective_chart = QtCollectiveChart()
         window.add_panel("Collective durations", self.collective_chart, Qt.BottomDockWidgetArea)
         self.collective_chart.link_requested.connect(self._follow)
+        self.regions = QtRegions()
+        window.add_panel("Regions", self.regions, Qt.RightDockWidgetArea)
+        self.regions.region_shown.connect(self._show_region)
         self.mark = QShortcut(QKeySequence("M"), window, self.mark_here)
         self.mark.setObjectName("shortcut-marker")
         self.slash = QShortcut(QKeySequence("/"), window, self.focus_search)
@@ -63,9 +68,11 @@ class Tools:
         self.copy_link_action.setToolTip("Copy a command that opens this trace here: the selected event, else the visible range")
         self.copy_link_action.triggered.connect(self.copy_link)
         window.addAction(self.copy_link_action)
+        self.layouts = Layouts(window, window.recent.store)
         if hasattr(window, "view_menu"):
             window.view_menu.addSeparator()
             window.view_menu.addAction(self.copy_link_action)
+            window.view_menu.addMenu(self.layouts.menu)
         self._goto: str | None = None
 
         window.trace_loaded.connect(self._trace_shown)
@@ -127,6 +134,10 @@ class Tools:
             view.set_node(target.node)
         return target
 
+    def _show_region(self, t0: float, t1: float) -> None:
+        pad = max((t1 - t0) * 0.05, 50.0)
+        self.window.zoom_to(t0 - pad, t1 + pad)
+
     def _follow(self, text: str) -> None:
         try:
             self.go_to_link(text)
@@ -149,6 +160,7 @@ class Tools:
         self.statistics.set_trace(loaded.index.trace)
         self.annotations.set_trace_dir(loaded.path)
         self.collective_chart.set_trace(loaded.index.trace, float(loaded.index.span[0]))
+        self.regions.set_index(loaded.index)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
@@ -157,6 +169,7 @@ class Tools:
         self.statistics.set_trace(None)
         self.annotations.set_trace_dir(None)
         self.collective_chart.set_trace(None)
+        self.regions.set_index(None)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
