@@ -6,7 +6,7 @@ Offscreen at 1920x1080, on a hard-linked copy of the trace (the annotations are 
 there, never into the sample): a query pinned as a track above the rows with a field
 search's hits outlined (`tools-query-THEME.png`), and the statistics panel with a
 duration histogram, two annotations and the delta between them (`tools-stats-THEME.png`), and
-the collective duration chart on the straggler sample (`tools-collectives-THEME.png`).
+the icicle (`tools-icicle-THEME.png`) and the collective duration chart on the straggler sample (`tools-collectives-THEME.png`).
 Rerun it when the tools' looks change, and look at the pictures.
 """
 
@@ -89,10 +89,15 @@ def main() -> None:
         settle(app, until=lambda: "instructions" in p.delta_label.text())
         settle(app, 0.5)
         w.grab().save(str(a.output_dir / f"tools-stats-{theme}.png"))
+        # 3: the icicle, by kernel time
+        w.panels["Icicle"].raise_()
+        settle(app, until=lambda: len(t.icicle.boxes) > 0)
+        settle(app, 0.3)
+        w.grab().save(str(a.output_dir / f"tools-icicle-{theme}.png"))
         w.close()
         (trace / "annotations.json").unlink(missing_ok=True)
     tp16 = linked_copy(ROOT / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx", tmp / "tp16.trnx")
-    for theme in ("dark", "light"):  # 3: the collective duration chart on the straggler sample
+    for theme in ("dark", "light"):  # 3: the icicle (`tools-icicle-THEME.png`) and the collective duration chart on the straggler sample
         w = open_window(tp16)
         w.resize(1920, 1080)
         w.show()
@@ -107,7 +112,7 @@ def main() -> None:
         w.grab().save(str(a.output_dir / f"tools-collectives-{theme}.png"))
         w.close()
     shutil.rmtree(tmp, ignore_errors=True)
-    print("wrote", ", ".join(f"tools-{k}-{t}.png" for k in ("query", "stats", "collectives") for t in ("dark", "light")))
+    print("wrote", ", ".join(f"tools-{k}-{t}.png" for k in ("query", "stats", "icicle", "collectives") for t in ("dark", "light")))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import OverlayLayer
 from explorer.ui.tools.annotations_view import AnnotationsLayer, QtAnnotations
 from explorer.ui.tools.collective_chart import QtCollectiveChart
+from explorer.ui.tools.icicle_view import QtIcicle
 from explorer.ui.tools.layouts import Layouts
 from explorer.ui.tools.regions_view import QtRegions
 from explorer.ui.tools.query_console import QtQueryConsole
@@ -55,6 +56,9 @@ class Tools:
         self.collective_chart = QtCollectiveChart()
         window.add_panel("Collective durations", self.collective_chart, Qt.BottomDockWidgetArea)
         self.collective_chart.link_requested.connect(self._follow)
+        self.icicle = QtIcicle()
+        window.add_panel("Icicle", self.icicle, Qt.BottomDockWidgetArea)
+        self.icicle.box_clicked.connect(self._show_box)
         self.regions = QtRegions()
         window.add_panel("Regions", self.regions, Qt.RightDockWidgetArea)
         self.regions.region_shown.connect(self._show_region)
@@ -138,6 +142,12 @@ class Tools:
         pad = max((t1 - t0) * 0.05, 50.0)
         self.window.zoom_to(t0 - pad, t1 + pad)
 
+    def _show_box(self, box) -> None:
+        """An icicle box clicked: its time span on the timeline; a layer or op also in the operator tree."""
+        self._show_region(float(box.t0), float(box.t1))
+        if box.node.startswith("op:") and box.depth > 0:
+            self.window.view.set_node(box.node)
+
     def _follow(self, text: str) -> None:
         try:
             self.go_to_link(text)
@@ -161,6 +171,7 @@ class Tools:
         self.annotations.set_trace_dir(loaded.path)
         self.collective_chart.set_trace(loaded.index.trace, float(loaded.index.span[0]))
         self.regions.set_index(loaded.index)
+        self.icicle.set_trace(loaded.index.trace)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
@@ -170,6 +181,7 @@ class Tools:
         self.annotations.set_trace_dir(None)
         self.collective_chart.set_trace(None)
         self.regions.set_index(None)
+        self.icicle.set_trace(None)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 

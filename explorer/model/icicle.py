@@ -1,0 +1,98 @@
+"""The icicle (flame) view's numbers: model -> layer -> op -> kernel, sized by time or any kernel column.
+
+Kernels are folded by name under their op (the same kernel on every core is one box), ops
+under their layer and layers under the model, each box's value the sum of its kernels'
+`value` column (`dur_ns`, i.e. kernel time summed over cores, or `flops`, `model_flops`,
+`hbm_read_bytes`, `hbm_write_bytes`). Boxes are laid out in time order (children by first
+start) as fractions [x0, x1) of the whole, one row per depth; each keeps its time span
+[t0, t1) so a click can zoom the timeline to it. Kernels without an op hang off the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from explorer.model import columns
+from simcore.errors import UserError
+from simcore.trace import Trace
+
+VALUES = ("dur_ns", "flops", "model_flops", "hbm_read_bytes", "hbm_write_bytes")
+
+
+@dataclass(frozen=True)
+class Box:
+    depth: int  # 0 model, 1 layer, 2 op, 3 kernel
+    name: str
+    node: str  # "op:ID" for model/layer/op boxes, "kernel:NAME@op:ID" for folded kernels
+    value: float
+    x0: float
+    x1: float
+    t0: int
+    t1: int
+
+
+def _frame(trace: Trace, value: str) -> pd.DataFrame:
+    k = trace.kernels
+    if value not in VALUES:
+        raise UserError(f"the icicle sizes boxes by {', '.join(VALUES)}, not '{value}'.")
+    df = pd.DataFrame({"op_id": columns.num(k, "op_id"), "name": [str(v) for v in k.column("name").to_pylist()],
+                       "start": columns.num(k, "start_ns"), "dur": columns.num(k, "dur_ns"),
+                       "value": columns.num(k, value).astype(np.float64)})
+    df["end"] = df["start"] + df["dur"]
+    return df
+
+
+def icicle(trace: Trace, value: str = "dur_ns") -> list[Box]:
+    """The boxes of every depth (depth-first, in time order)."""
+    df = _frame(trace, value)
+    ops = trace.ops
+    op_ids = columns.num(ops, "op_id")
+    parent = dict(zip(op_ids.tolist(), columns.num(ops, "parent_id").tolist()))
+    level = dict(zip(op_ids.tolist(), [str(v) for v in ops.column("level").to_pylist()]))
+    oname = dict(zip(op_ids.tolist(), [str(v) for v in ops.column("name").to_pylist()]))
+    root = next((i for i in op_ids.tolist() if level.get(i) == "model"), None)
+
+    def chain(op: int) -> tuple[int, int]:
+        """(layer id or -1, op id or -1) of a kernel's op."""
+        if op < 0 or op not in level:
+            return -1, -1
+        if level[op] == "layer":
+            return op, -1
+        p = parent.get(op, -1)
+        return (p if level.get(p) == "layer" else -1), op
+
+    pairs = {op: chain(op) for op in set(df["op_id"].tolist())}
+    df["layer"] = df["op_id"].map(lambda o: pairs[o][0])
+    df["op"] = df["op_id"].map(lambda o: pairs[o][1])
+    total = float(df["value"].sum())
+    out: list[Box] = []
+    if total <= 0 or df.empty:
+        return out
+    name = oname.get(root, "model") if root is not None else "model"
+    out.append(Box(0, name, f"op:{root}" if root is not None else "", total, 0.0, 1.0, int(df["start"].min()), int(df["end"].max())))
+
+    def lay(parts: pd.DataFrame, key: str, depth: int, x0: float, label, node) -> None:
+        g = parts.groupby(key, sort=False)
+        stats = pd.DataFrame({"v": g["value"].sum(), "s": g["start"].min(), "e": g["end"].max()}).sort_values("s", kind="stable")
+        subs = dict(iter(g))
+        x = x0
+        for k, v, s_, e_ in zip(stats.index, stats["v"].to_numpy(), stats["s"].to_numpy(), stats["e"].to_numpy()):
+            w = float(v) / total
+            if w <= 0:
+                continue
+            out.append(Box(depth, label(k), node(k), float(v), x, x + w, int(s_), int(e_)))
+            sub = subs[k]
+            if depth == 1:
+                lay(sub, "op", 2, x, lambda o: oname.get(o, "(kernels outside an op)") if o >= 0 else "(no op)",
+                    lambda o: f"op:{o}" if o >= 0 else "")
+            elif depth == 2:
+                op = k
+                lay(sub, "name", 3, x, lambda n: n, lambda n, op=op: f"kernel:{n}@op:{op}")
+            x += w
+
+    lay(df, "layer", 1, 0.0, lambda ly: oname.get(ly, "(outside layers)") if ly >= 0 else "(outside layers)",
+        lambda ly: f"op:{ly}" if ly >= 0 else "")
+    return out
