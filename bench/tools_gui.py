@@ -163,6 +163,20 @@ def main() -> None:
     measure(f"deep link instruction:{iid}", lambda: tools.go_to_link(f"instruction:{iid}"), lambda: True,
             lambda: deep_link.resolve(index, f"instruction:{iid}"))
 
+    ice = tools.icicle
+    w.panels["Icicle"].raise_()
+    ice.boxes = []
+    from explorer.model.icicle import icicle
+    from explorer.model.regions import compare, regions
+    measure("icicle by kernel time", ice.refresh, lambda: len(ice.boxes) > 0, lambda: icicle(index.trace))
+    reg = tools.regions
+    layers = [r for r in reg.table_frame.itertuples() if r.level == "layer"][:2]
+    reg.compared = None
+    names = [r.name for r in layers]
+    measure("two layers side by side (regions)", lambda: reg.choose(names),
+            lambda: reg.compared is not None and getattr(reg.compared, "shape", (0, 0))[1] == len(names),
+            lambda: compare(index, reg.table_frame, [r.region for r in layers]))
+
     panel = tools.annotations
     lo, hi = index.span
     a = panel.add_marker(lo + (hi - lo) // 4)
