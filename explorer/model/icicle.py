@@ -74,25 +74,33 @@ def icicle(trace: Trace, value: str = "dur_ns") -> list[Box]:
     name = oname.get(root, "model") if root is not None else "model"
     out.append(Box(0, name, f"op:{root}" if root is not None else "", total, 0.0, 1.0, int(df["start"].min()), int(df["end"].max())))
 
-    def lay(parts: pd.DataFrame, key: str, depth: int, x0: float, label, node) -> None:
-        g = parts.groupby(key, sort=False)
-        stats = pd.DataFrame({"v": g["value"].sum(), "s": g["start"].min(), "e": g["end"].max()}).sort_values("s", kind="stable")
-        subs = dict(iter(g))
-        x = x0
-        for k, v, s_, e_ in zip(stats.index, stats["v"].to_numpy(), stats["s"].to_numpy(), stats["e"].to_numpy()):
-            w = float(v) / total
+    # aggregate once per depth (kernels by name within an op, ops, layers), then lay out the few
+    # hundred aggregated rows: no per-box pass over the kernels
+    spec = {"v": ("value", "sum"), "s": ("start", "min"), "e": ("end", "max")}
+    k3 = df.groupby(["layer", "op", "name"], sort=False).agg(**spec).reset_index()
+    k2 = k3.groupby(["layer", "op"], sort=False).agg(v=("v", "sum"), s=("s", "min"), e=("e", "max")).reset_index()
+    k1 = k2.groupby("layer", sort=False).agg(v=("v", "sum"), s=("s", "min"), e=("e", "max")).reset_index()
+    ops_of = {ly: g.sort_values("s", kind="stable") for ly, g in k2.groupby("layer", sort=False)}
+    kernels_of = {key: g.sort_values("s", kind="stable") for key, g in k3.groupby(["layer", "op"], sort=False)}
+
+    def place(depth: int, rows: pd.DataFrame, x: float, label, node, children) -> None:
+        for r in rows.itertuples(index=False):
+            w = float(r.v) / total
             if w <= 0:
                 continue
-            out.append(Box(depth, label(k), node(k), float(v), x, x + w, int(s_), int(e_)))
-            sub = subs[k]
-            if depth == 1:
-                lay(sub, "op", 2, x, lambda o: oname.get(o, "(kernels outside an op)") if o >= 0 else "(no op)",
-                    lambda o: f"op:{o}" if o >= 0 else "")
-            elif depth == 2:
-                op = k
-                lay(sub, "name", 3, x, lambda n: n, lambda n, op=op: f"kernel:{n}@op:{op}")
+            out.append(Box(depth, label(r), node(r), float(r.v), x, x + w, int(r.s), int(r.e)))
+            if children is not None:
+                children(r, x)
             x += w
 
-    lay(df, "layer", 1, 0.0, lambda ly: oname.get(ly, "(outside layers)") if ly >= 0 else "(outside layers)",
-        lambda ly: f"op:{ly}" if ly >= 0 else "")
+    def kernels(r, x: float) -> None:
+        place(3, kernels_of[(r.layer, r.op)], x, lambda k: k.name, lambda k, op=r.op: f"kernel:{k.name}@op:{op}", None)
+
+    def ops_in(r, x: float) -> None:
+        place(2, ops_of[r.layer], x, lambda o: oname.get(o.op, "(no op)") if o.op >= 0 else "(no op)",
+              lambda o: f"op:{o.op}" if o.op >= 0 else "", kernels)
+
+    place(1, k1.sort_values("s", kind="stable"), 0.0,
+          lambda ly: oname.get(ly.layer, "(outside layers)") if ly.layer >= 0 else "(outside layers)",
+          lambda ly: f"op:{ly.layer}" if ly.layer >= 0 else "", ops_in)
     return out
