@@ -15,7 +15,7 @@ from explorer.model.timeline.field_search import field_search, is_field_query
 from explorer.model.timeline.search import SearchHits, search
 from explorer.model.timeline.trace_index import EventRef, TraceIndex
 
-SYNC_EVENTS = 1_000_000  # smaller traces are searched at once (well under 50 ms); bigger ones off the GUI thread
+SYNC_EVENTS = 250_000  # smaller traces are searched at once (a few ms); bigger ones off the GUI thread
 
 
 def find(index: TraceIndex, text: str) -> SearchHits:
