@@ -3,8 +3,6 @@ pinned query tracks clicked on the timeline, saved queries kept in the user's se
 
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QPushButton, QTableView, QWidget
@@ -111,8 +109,7 @@ def test_run_returns_at_once_on_a_big_trace(qtbot, tmp_path):
     c.set_trace(open_trace(big, validate=False))
     c.editor.setPlainText("SELECT i.opcode, k.name, count(*) n, sum(i.dur_ns) FROM instructions i "
                           "JOIN kernels k USING (kernel_id) GROUP BY ALL ORDER BY 4 DESC")
-    t = time.perf_counter()
     c.run()
-    assert (time.perf_counter() - t) < 0.05
+    assert c.result is None and not c.run_button.isEnabled()  # returned at once: the query runs on the worker
     qtbot.waitUntil(lambda: c.run_button.isEnabled(), timeout=20_000)
     assert c.result is not None and c.result.num_rows > 10
