@@ -24,9 +24,11 @@ def test_layers_ops_and_collectives_are_regions(tp16):
     t = tp16.trace
     n_ops = query(t, "SELECT count(*) FROM ops WHERE level IN ('layer', 'op')").column(0)[0].as_py()
     assert (r["level"] != "collective").sum() == n_ops
-    assert (r["level"] == "collective").sum() == 10
+    n_coll, t0, t1 = query(t, "SELECT count(DISTINCT collective_id), min(arrive_ns) FILTER (WHERE collective_id = 5), "
+                              "max(end_ns) FILTER (WHERE collective_id = 5) FROM collectives").to_pandas().iloc[0]
+    assert (r["level"] == "collective").sum() == n_coll > 5
     c5 = r[r["region"] == "collective:5"].iloc[0]
-    assert (c5["t0"], c5["t1"]) == (620_659, 620_659 + 61_525)
+    assert (c5["t0"], c5["t1"]) == (t0, t1)
     assert r["name"].str.contains(" / ").any() and (r["t0"].diff().dropna() >= 0).all()
 
 
