@@ -94,7 +94,7 @@ class QtCollectiveChart(QWidget):
                       "pen": pg.mkPen(OUTLIER, width=2.5) if r.outlier else pg.mkPen(None),
                       "size": 12 if r.outlier else 8}
                      for r in part.itertuples()]
-            s = pg.ScatterPlotItem(spots=spots, name=kind, hoverable=True)
+            s = pg.ScatterPlotItem(spots=spots, name=kind, hoverable=True, brush=pg.mkBrush(colours[kind]), pen=pg.mkPen(None))
             s.sigClicked.connect(self._clicked)
             self.plot.addItem(s)
             self.scatters.append(s)
