@@ -23,8 +23,9 @@ import numpy as np
 
 from simcore.atomic import atomic_path
 from simcore.errors import UserError
+from simcore.trace.schema import ANNOTATIONS_FILE
 
-FILE = "annotations.json"
+FILE = ANNOTATIONS_FILE  # simcore.trace.schema: one of the files the tool may write into a trace directory
 FORMAT = "trnx-annotations"
 VERSION = 1
 KINDS = ("marker", "range")

@@ -32,6 +32,11 @@ DISPOSABLE_FILES = (INDEX_CACHE_FILE,)
 rebuild): a trace holding them is still one the tool wrote, so --overwrite may replace it.
 Anything else in a trace directory (a user's notes, annotations) is not the tool's, and makes
 --overwrite refuse the trace (simcore/trace/target.py)."""
+ANNOTATIONS_FILE = "annotations.json"
+USER_FILES = (ANNOTATIONS_FILE,)
+"""Files the explorer writes inside a trace directory for the user (markers and notes,
+explorer.model.annotations): the user's own work, so the tool may write them there (atomically)
+but --overwrite refuses a trace holding one, as it refuses any file it did not write."""
 
 # Arrow IPC file ("Feather v2") magic: the file starts with it (padded to 8 bytes)
 # and ends with it.

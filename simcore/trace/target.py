@@ -165,11 +165,12 @@ def trace_containing(path: Path) -> Path | None:
 
 def check_not_in_trace(path: Path) -> None:
     """Refuse a file written inside a trace directory (symlinks resolved): a trace holds only
-    what its writer put there, plus the format's disposable files."""
+    what its writer put there, plus the format's disposable files and the files the explorer
+    keeps there for the user (annotations)."""
     trace = trace_containing(path)
     if trace is None:
         return
-    if trace == Path(os.path.realpath(Path(path).parent)) and Path(path).name in S.DISPOSABLE_FILES:
+    if trace == Path(os.path.realpath(Path(path).parent)) and Path(path).name in S.DISPOSABLE_FILES + S.USER_FILES:
         return
     raise UserError(f"{path} is inside the trace {trace}; trnx never writes into a trace directory, "
                     "choose a path outside it.")

@@ -101,3 +101,20 @@ def test_a_damaged_file_is_one_sentence(window, qtbot, trace_path):
     qtbot.waitUntil(lambda: window.loaded is not None, timeout=20_000)
     assert "annotations.json cannot be read" in window.statusBar().currentMessage()
     assert (trace_path / "annotations.json").read_text() == "{not json"  # never overwritten
+
+
+def test_overwrite_refuses_a_trace_holding_annotations(trace_path):
+    """annotations.json is the user's work: the explorer may write it into the trace, but
+    --overwrite (simcore.trace.target) then refuses the trace and leaves the file alone."""
+    from simcore.errors import UserError
+    from simcore.trace.target import check_target
+
+    check_target(trace_path, overwrite=True)  # a trace of ours: --overwrite may replace it
+    A.AnnotationSet(trace_path).add_marker(1000, "mine")
+    try:
+        check_target(trace_path, overwrite=True)
+    except UserError as exc:
+        assert "annotations.json" in str(exc)
+    else:
+        raise AssertionError("--overwrite would replace the user's annotations")
+    assert A.load(trace_path)[0].note == "mine"
