@@ -42,6 +42,25 @@ def test_m_drops_a_snapped_marker_that_is_saved_and_drawn(window, qtbot, trace_p
     assert sum(img.pixelColor(xm + dx, yy) == MARKER for dx in (-1, 0, 1) for yy in range(img.height())) > img.height() // 4
 
 
+def test_m_without_a_trace_is_an_ordinary_key_not_an_error_dialog(qtbot, monkeypatch):
+    """Typing an M anywhere while no trace is open (a path in the capture dialog, say) must not
+    raise a modal "open a trace first" error: the shortcut is off until a trace is on screen."""
+    from PySide6.QtWidgets import QMessageBox
+
+    from explorer.ui import open_window
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: shown.append(a))
+    w = open_window()
+    qtbot.addWidget(w)
+    qtbot.waitExposed(w)
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=5000)
+    QTest.keyClick(w, Qt.Key_M)
+    qtbot.wait(50)
+    assert shown == [] and not w.findChild(QWidget, "annotations").items
+
+
 def test_range_note_delta_and_reopen(window, qtbot, trace_path):
     panel = window.findChild(QWidget, "annotations")
     panel.add_marker(10_000, note="a")

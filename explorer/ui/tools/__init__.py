@@ -64,6 +64,7 @@ class Tools:
         self.regions.region_shown.connect(self._show_region)
         self.mark = QShortcut(QKeySequence("M"), window, self.mark_here)
         self.mark.setObjectName("shortcut-marker")
+        self.mark.setEnabled(False)  # a marker belongs to a trace: with none open, M is an ordinary key
         self.slash = QShortcut(QKeySequence("/"), window, self.focus_search)
         self.slash.setObjectName("shortcut-search")
         self.copy_link_action = QAction("Copy &link", window)
@@ -166,6 +167,7 @@ class Tools:
                 self.go_to_link(text)
             except UserError as exc:
                 self._error("Cannot follow the link", str(exc))
+        self.mark.setEnabled(True)
         self.console.set_trace(loaded.index.trace)
         self.statistics.set_trace(loaded.index.trace)
         self.annotations.set_trace_dir(loaded.path)
@@ -176,6 +178,7 @@ class Tools:
             self.query_tracks.unpin(t.name)
 
     def _trace_closed(self) -> None:
+        self.mark.setEnabled(False)
         self.console.set_trace(None)
         self.statistics.set_trace(None)
         self.annotations.set_trace_dir(None)
