@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"  {result.error:+7.1%}  {'ok' if result.passed else 'MISS'}  ({seconds:.2f} s)", flush=True)
 
         results = run_cases(cases, show)
-        text = render(results, data.excluded, fast_only=args.fast, fingerprint=dataset_fingerprint(args.dataset))
+        text = render(results, data.excluded, fast_only=args.fast, fingerprint=dataset_fingerprint(args.dataset),
+                      harnesses=data.harnesses)
         fit = [abs(r.error) for r in results if r.case.fit]
         if fit:
             print(f"calibration cases: {len(fit)}, median |error| {statistics.median(fit):.1%}, max {max(fit):.1%}")

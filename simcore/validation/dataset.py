@@ -55,15 +55,39 @@ class Excluded:
 
 
 @dataclass(frozen=True)
+class Harness:
+    """What a measurement's harness adds around the device's work (a host-timed call's host and
+    runtime share), with the constant's value and where it comes from: cases name it under
+    `sim.harness` and their capture runs with it as the step's host time (`runtime.host_step_ns`)."""
+
+    name: str
+    host_step_ns: float
+    fitted: str
+
+
+@dataclass(frozen=True)
 class Dataset:
     cases: tuple[Case, ...]
     excluded: tuple[Excluded, ...] = field(default=())
+    harnesses: tuple[Harness, ...] = field(default=())
 
 
 _TEXT = ("id", "kind", "category", "hardware", "config", "unit", "metric", "source", "quote")
 
 
-def _case(raw: dict[str, Any], where: str) -> Case:
+def _harness(name: str, raw: Any, where: str) -> Harness:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: harness '{name}' must be a table.")
+    v = raw.get("host_step_ns")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        raise ConfigError(f"{where}: harness '{name}' needs host_step_ns, a non-negative number of nanoseconds.")
+    fitted = raw.get("fitted")
+    if not isinstance(fitted, str) or not fitted.strip():
+        raise ConfigError(f"{where}: harness '{name}' must say where its constant comes from ('fitted').")
+    return Harness(name, float(v), fitted)
+
+
+def _case(raw: dict[str, Any], where: str, harnesses: dict[str, Harness] | None = None) -> Case:
     for key in (*_TEXT, "measured", "tolerance", "fit", "sim"):
         if key not in raw:
             raise ConfigError(f"{where} lacks '{key}'.")
@@ -86,6 +110,11 @@ def _case(raw: dict[str, Any], where: str) -> Case:
         raise ConfigError(f"{name}: 'sim' must be a table with a workload or ops.")
     if sim.get("measure", "duration") not in MEASURES:
         raise ConfigError(f"{name}: sim.measure must be one of {', '.join(MEASURES)}.")
+    if "harness" in sim:
+        h = (harnesses or {}).get(sim["harness"])
+        if h is None:
+            raise ConfigError(f"{name}: sim.harness '{sim['harness']}' is not a [harness.NAME] table of the dataset.")
+        sim = {**sim, "host_step_ns": h.host_step_ns}
     out_of_sample = bool(raw.get("out_of_sample", False))
     if raw["kind"] == "end_to_end" and (raw["fit"] or not out_of_sample):
         raise ConfigError(f"{name}: end-to-end figures must be fit = false and out_of_sample = true.")
@@ -105,11 +134,15 @@ def load_dataset(path: str | Path = DATASET) -> Dataset:
         raise ConfigError(f"cannot read validation dataset {p} ({exc.strerror}).") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"validation dataset {p} is not valid TOML ({str(exc).splitlines()[0]}).") from None
-    cases = tuple(_case(raw, f"{p.name} case {i + 1}") for i, raw in enumerate(data.get("case", [])))
+    raw_h = data.get("harness", {})
+    if not isinstance(raw_h, dict):
+        raise ConfigError(f"validation dataset {p.name}: [harness] must be a table of named tables.")
+    harnesses = {n: _harness(n, h, p.name) for n, h in raw_h.items()}
+    cases = tuple(_case(raw, f"{p.name} case {i + 1}", harnesses) for i, raw in enumerate(data.get("case", [])))
     seen: set[str] = set()
     for c in cases:
         if c.id in seen:
             raise ConfigError(f"{p.name}: case id '{c.id}' appears twice.")
         seen.add(c.id)
     excluded = tuple(Excluded(str(e["what"]), str(e["source"]), str(e["why"])) for e in data.get("excluded", []))
-    return Dataset(cases, excluded)
+    return Dataset(cases, excluded, tuple(harnesses.values()))

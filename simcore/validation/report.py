@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from simcore.validation.dataset import DATASET, Excluded
+from simcore.validation.dataset import DATASET, Excluded, Harness
 from simcore.validation.runner import Result
 
 GOAL_MEDIAN = 0.15  # issue 14: median |error| <= 15%
@@ -73,8 +73,9 @@ def _by_category(results: Sequence[Result]) -> dict[str, list[Result]]:
 
 
 def render(results: Sequence[Result], excluded: Sequence[Excluded] = (), *, fast_only: bool = False,
-           fingerprint: str | None = None) -> str:
-    """The whole page. `fast_only` says the end-to-end cases were skipped (`--fast`)."""
+           fingerprint: str | None = None, harnesses: Sequence[Harness] = ()) -> str:
+    """The whole page. `fast_only` says the end-to-end cases were skipped (`--fast`); `harnesses` are the
+    constants the cases' measurement harnesses add (each with where it comes from)."""
     measured = [r for r in results if not r.case.out_of_sample]
     fit = [r for r in measured if r.case.fit]
     oos = [r for r in results if r.case.out_of_sample]
@@ -105,6 +106,13 @@ def render(results: Sequence[Result], excluded: Sequence[Excluded] = (), *, fast
                   "|---|---|---|---|---|",
                   *(_summary_line(name, rs) for name, rs in _by_category(fit).items()),
                   _summary_line("**all calibration cases**", fit), ""]
+    used = {r.case.sim.get("harness") for r in results}
+    shown = [h for h in harnesses if h.name in used]
+    if shown:
+        lines += ["### Measurement harnesses", "",
+                  "What a harness adds around the device's work, simulated as the step's host time "
+                  "(`runtime.host_step_ns`) for the cases that name it:", "",
+                  *(f"- `{h.name}`: {h.host_step_ns / 1e3:,.0f} us a call. {h.fitted}" for h in shown), ""]
     if measured:
         lines += ["## Kernel, collective and microbenchmark measurements", "",
                   "Rows marked *not fitted* are reported but kept out of the statistics; their notes say why.", ""]

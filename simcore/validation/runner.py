@@ -4,7 +4,9 @@ A case's `sim` table is capture options (or an inline op graph under `ops`) plus
 `duration` is the trace's span (a micro-benchmark kernel's time, a model step's time) and
 `collective` the longest rank's collective time from start to end (what nccom-test times), and
 `dma` the longest HBM -> SBUF transfer on the DMA queues (what a profile's DMA row shows; the
-capture needs instruction detail, `cores = "0"`).
+capture needs instruction detail, `cores = "0"`). A case whose harness times each call from the host
+(`sim.harness`, resolved by the dataset to `host_step_ns`) runs on its preset with that host time
+added at the start of the step, as a what-if preset would.
 Figures are cached per process by their capture options, so cases that share a capture (and
 the test after the CLI) simulate it once; traces go to a temporary directory removed at once.
 """
@@ -43,7 +45,14 @@ class Result:
 
 
 def _capture_options(sim: dict[str, Any], workdir: Path) -> dict[str, Any]:
-    opts = {k: v for k, v in sim.items() if k not in ("measure", "ops")}
+    opts = {k: v for k, v in sim.items() if k not in ("measure", "ops", "harness", "host_step_ns")}
+    if sim.get("host_step_ns"):
+        # the harness's host share of each call: the case's preset as a what-if preset with that host time
+        preset = workdir / "harness.toml"
+        preset.write_text(f'base = {json.dumps(str(sim.get("hardware", "trn3")))}\n'
+                          f'name = {json.dumps(str(sim.get("hardware", "trn3")) + " (host-timed harness)")}\n'
+                          f'[runtime]\nhost_step_ns = {float(sim["host_step_ns"])!r}\n')
+        opts["hardware"] = str(preset)
     if "ops" in sim:
         graph = workdir / "graph.json"
         graph.write_text(json.dumps({"name": "validation", "dtype": sim.get("dtype", "bf16"), "ops": sim["ops"]}))
