@@ -161,9 +161,11 @@ class CaptureConfig:
                              "NEURON_LOGICAL_NC_CONFIG). Parallel degrees count ranks, one per logical core.",
                              kind="int", default_text="the preset's: 2 on trn2 and trn3, 1 on trn1", group=PARALLEL,
                              label="LNC (cores per rank)")
-    tp: int | None = option("Tensor-parallel degree in ranks (logical cores, as NxD Inference's tp_degree): heads "
-                            "and MLP width split over them, all-reduce (or reduce-scatter/all-gather).", kind="int",
-                            default=1, given_only=True, group=PARALLEL)
+    tp: int | None = option("Tensor-parallel degree in ranks (logical cores, as NxD Inference's tp_degree; 1 is one "
+                            "logical core): heads and MLP width split over them, all-reduce (or "
+                            "reduce-scatter/all-gather).", kind="int", default=1,
+                            default_text="1 with other degrees; none at all: the whole chip as one program",
+                            given_only=True, group=PARALLEL)
     ep: int | None = option("Expert-parallel degree (MoE) in ranks: experts split over them, all-to-all dispatch and "
                             "combine.", kind="int", default=1, given_only=True, group=PARALLEL)
     dp: int | None = option("Data-parallel replicas; training all-reduces gradients.", kind="int",

@@ -72,6 +72,21 @@ def test_ranks_of_one_chip_all_reduce_through_the_chip(cap):
     assert counters[counters.track_id.isin(link)].value.max() == 0
 
 
+def test_tp1_is_one_rank_on_one_logical_core_not_the_whole_chip(cap):
+    """A parallel degree counts ranks = logical cores even at 1 (NxD Inference's tp_degree=1): --tp 1 runs on
+    the 2 physical cores and one HBM stack of logical core 0, so a sweep over tp=1,2,4 adds logical cores
+    one rank at a time; the whole chip stays what a capture with no degree simulates."""
+    whole = cap(hardware=GEN1, workload="llama3.1-8b", layers=2)
+    one = cap(hardware=GEN1, workload="llama3.1-8b", layers=2, tp=1)
+    two = cap(hardware=GEN1, workload="llama3.1-8b", layers=2, tp=2)
+    assert "ranks" not in whole.meta["capture"] and set(whole.to_pandas("kernels").core) == set(range(8))
+    assert (one.meta["capture"]["ranks"], one.meta["capture"]["lnc"]) == (1, 2)
+    assert set(one.to_pandas("kernels").core) == {0, 1} and set(two.to_pandas("kernels").core) == {0, 1, 2, 3}
+    assert len(one.to_pandas("collectives")) == 0
+    # HBM bound decode: one stack for one rank, two for two, four for the whole chip
+    assert one.duration_ns > 1.6 * two.duration_ns and two.duration_ns > 1.6 * whole.duration_ns
+
+
 def test_deepseek_ep64_decode_on_16_chips(cap):
     # the whole step (3 dense + 58 MoE layers); MXFP8 weights: in BF16 a rank's 4 experts and its replica of the
     # attention exceed a logical core's 36 GiB

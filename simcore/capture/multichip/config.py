@@ -22,7 +22,8 @@ from simcore.topology import topology_of
 from simcore.topology.topology import MAX_FLAT_CHIPS
 from simcore.workloads import MICROBENCHMARKS, MODELS, Workload
 
-DEGREES = ("chips", "tp", "ep", "dp", "pp")   # counts of chips: 1 is the same as not given
+DEGREES = ("chips", "tp", "ep", "dp", "pp")   # counts: for the micro-benchmark check, 1 is the same as not given
+RANK_DEGREES = ("tp", "ep", "dp", "pp")       # in ranks: given at all (even 1), a model capture is one of ranks
 MAX_SKEW = 10.0
 
 
@@ -36,10 +37,14 @@ def _asks_for_chips(name: str, value: Any) -> bool:
 
 
 def is_multichip(c: CaptureConfig) -> bool:
-    """Does the capture span chips (or ask for multi-chip options)?"""
+    """Is it a capture of ranks (logical cores): more than one chip, any parallel degree given (even 1), or
+    another multi-chip option? Only a model capture with none of them is one chip-wide program."""
     if isinstance(c.chips, (int, np.integer)) and not isinstance(c.chips, bool) and c.chips > 1:
         return True
-    return any(_asks_for_chips(n, getattr(c, n)) for n in parallel_options() if n != "chips")
+    # a parallel degree counts ranks = logical cores (issue 14): `--tp 1` is one rank on one logical core, as
+    # NxD Inference's tp_degree=1, not the whole chip (which is what a capture with no degree simulates)
+    return any(getattr(c, n) is not None if n in RANK_DEGREES else _asks_for_chips(n, getattr(c, n))
+               for n in parallel_options() if n != "chips")
 
 
 def resolve_lnc(c: CaptureConfig, hw: Hardware) -> int:
