@@ -1,9 +1,13 @@
 """A trace -> Neuron Explorer's Parquet tables (schema 7.4.0), so scripts written against a
 Neuron profile run unchanged on a simulated trace.
 
-One profile directory per chip (a chip is exported as one Logical NeuronCore whose physical
-cores are the chip's cores, `pcore_idx` = core): a one-chip trace writes its tables straight
-into OUT, a multi-chip trace writes OUT/rank_<chip>/. Types, names and units are those of
+One profile directory per logical NeuronCore, as Neuron Explorer profiles one rank each: a trace
+of ranks (a parallel capture, `tracks.lcore` >= 0) writes OUT/rank_<rank>/ per logical core (rank
+= chip x ranks per chip + logical core; `pcore_idx` = the physical core within it, 0..lnc-1;
+`neuroncore_idx` the logical core, `neuron_device_idx` the chip); the chip's shared rows (HBM and
+link counters) travel with its first logical core's profile. A chip-wide program (no ranks) is
+one profile per chip whose physical cores are the chip's (`pcore_idx` = core). A single profile
+is written straight into OUT. Types, names and units are those of
 `explorer.interop.neuron_profile.schema`; fields Neuron Explorer lacks carry `trnx_` (kernels,
 ops, dtypes, the hardware block) so `trnx import OUT` restores the trace. docs/interop.md lists
 what each table holds and what is not exported.
@@ -54,12 +58,18 @@ def _write(d: Path, spec: NS.Table, cols: dict[str, Any]) -> int:
 
 
 class _Chip:
-    """Everything of one chip the tables need, as numpy arrays."""
+    """Everything of one profile the tables need, as numpy arrays: a logical core of a chip (`lcore` >= 0;
+    `shared` adds the chip's rows of no logical core) or a whole chip (`lcore` -1)."""
 
-    def __init__(self, trace: Trace, chip: int, ctx: _Context) -> None:
+    def __init__(self, trace: Trace, chip: int, ctx: _Context, lcore: int = -1, shared: bool = True) -> None:
         self.chip = chip
+        self.lcore = lcore
+        self.offset = lcore * ctx.lnc if lcore >= 0 else 0   # physical core - pcore_idx
         tr = ctx.tracks
-        self.track_ids = np.flatnonzero((tr["chip"] == chip))
+        on_chip = tr["chip"] == chip
+        if lcore >= 0:
+            on_chip &= (tr["lcore"] == lcore) | ((tr["lcore"] < 0) & shared)
+        self.track_ids = np.flatnonzero(on_chip)
         mine = np.zeros(len(tr["chip"]), bool)
         mine[self.track_ids] = True
         self.mine = mine
@@ -71,8 +81,8 @@ class _Chip:
         self.ins = ins.filter(pa.array(~on_runtime)) if on_runtime.any() else ins
         self.runtime = ins.filter(pa.array(on_runtime)) if on_runtime.any() else ins.slice(0, 0)
         self.dma = _rows(trace, "dma", chip, mine)
-        self.kernels = _rows(trace, "kernels", chip, None, chip_column=True)
-        self.cc = _rows(trace, "collectives", chip, None, chip_column=True)
+        self.kernels = _rows(trace, "kernels", chip, mine)
+        self.cc = _rows(trace, "collectives", chip, mine)   # each rank's part is on its own CC row
         self.ctr = _rows(trace, "counters", chip, mine)
 
 
@@ -96,6 +106,8 @@ class _Context:
         topo = (trace.meta.get("capture") or {}).get("topology") or {}
         per_chip = topo.get("ranks_per_chip", 1) if isinstance(topo, dict) else 1
         self.ranks_per_chip = per_chip if isinstance(per_chip, int) and per_chip > 0 else 1
+        lnc = (trace.meta.get("capture") or {}).get("lnc")
+        self.lnc = lnc if isinstance(lnc, int) and not isinstance(lnc, bool) and lnc > 0 else 1
         self.peaks = Peaks.from_meta(trace.hardware)
         ops = trace.ops
         self.op_id = num(ops, "op_id")
@@ -148,7 +160,7 @@ def _instructions(c: _Chip, ctx: _Context, kernel_op: dict[int, int]) -> dict[st
         "start_ts": start, "end_ts": start + dur, "duration_ns": dur,
         "engine": np.array([_engine(k) for k in kind], dtype=object),
         "timeline_track": ctx.tracks["name"][track].astype(object),
-        "pcore_idx": ctx.tracks["core"][track].astype(np.int64),
+        "pcore_idx": ctx.tracks["core"][track].astype(np.int64) - c.offset,
         "opcode": t.column("opcode").cast(pa.string()).combine_chunks() if n else pa.array([], pa.string()),
         "operands": np.full(n, "", dtype=object), "id": num(t, "id").astype(np.int64), "pc": pc,
         "bir_id": np.array([f"trnx:{i}" for i in num(t, "id").tolist()], dtype=object),
@@ -176,7 +188,7 @@ def _dma(c: _Chip, ctx: _Context) -> tuple[dict[str, Any], dict[str, Any]]:
     neither = ~src_sb & ~dst_sb
     thr = np.divide(nbytes * 1e9, dur, out=np.zeros(n), where=dur > 0)
     name = ctx.tracks["name"][track].astype(object)
-    core = ctx.tracks["core"][track].astype(np.int64)
+    core = ctx.tracks["core"][track].astype(np.int64) - c.offset
     qidx = np.unique(name, return_inverse=True)[1] if n else np.zeros(0, np.int64)
     empty = np.full(n, "", dtype=object)
     agg = {
@@ -324,7 +336,7 @@ def _counters(c: _Chip, ctx: _Context, hw: dict[str, Any], span: tuple[int, int]
             continue
         sel = np.flatnonzero(np.isin(track, tids))
         out[table] = {"timestamp": time[sel], "avg_util_percent": value[sel] / float(capacity) * 100.0,
-                      "pcore_idx": core[track[sel]].astype(np.int64)}
+                      "pcore_idx": core[track[sel]].astype(np.int64) - c.offset}
     rows: dict[str, list[Any]] = {k: [] for k in ("duration", "k", "n", "timestamp", "type", "pcore_idx")}
     for tid in [tid for tid in np.unique(track).tolist() if name[tid] == COUNTER_THROTTLE]:
         sel = np.flatnonzero(track == tid)
@@ -337,7 +349,7 @@ def _counters(c: _Chip, ctx: _Context, hw: dict[str, Any], span: tuple[int, int]
                 rows["n"].append(THROTTLE_N)
                 rows["timestamp"].append(ts)
                 rows["type"].append("unknown")
-                rows["pcore_idx"].append(int(max(core[tid], 0)))
+                rows["pcore_idx"].append(int(max(core[tid] - c.offset, 0)))
     if rows["timestamp"]:
         out["Throttle"] = rows
     return out
@@ -422,8 +434,9 @@ _SUMMARY_FROM_OURS = (
 )
 
 
-def _summary(trace: Trace, chip: int) -> dict[str, Any]:
-    m = summarize(trace, chips=[chip]).metrics
+def _summary(trace: Trace, c: _Chip, ctx: _Context) -> dict[str, Any]:
+    cores = None if c.lcore < 0 else range(c.offset, c.offset + ctx.lnc)
+    m = summarize(trace, chips=[c.chip], cores=cores).metrics
     out: dict[str, Any] = {}
     for field, metric, factor in _SUMMARY_FROM_OURS:
         v = m.get(metric)
@@ -434,10 +447,13 @@ def _summary(trace: Trace, chip: int) -> dict[str, Any]:
     return out
 
 
-def _metadata(trace: Trace, chip: int, ctx: _Context, span: tuple[int, int]) -> dict[str, Any]:
+def _metadata(trace: Trace, c: _Chip, ctx: _Context, span: tuple[int, int]) -> dict[str, Any]:
     hw = trace.hardware
+    chip = c.chip
     g = lambda *keys, default=0.0: _dig(hw, keys, default)  # noqa: E731
     cores = int(hw.get("cores_per_chip") or 1) if isinstance(hw.get("cores_per_chip"), int) else 1
+    if c.lcore >= 0:
+        cores = ctx.lnc   # the physical cores of this logical core
     hbm = float(g("hbm", "bandwidth_gbps")) * 1e9
     stacks = max(int(g("hbm", "stacks", default=1) or 1), 1)
     sim = trace.meta.get("simulator")
@@ -458,11 +474,11 @@ def _metadata(trace: Trace, chip: int, ctx: _Context, span: tuple[int, int]) -> 
         "gpsimd_engine_clock_freq": float(g("gpsimd", "clock_ghz")),
         "gpsimd_engine_num_channels": int(g("sbuf", "partitions")),
         "neuroncore_clock_freq": float(g("tensor", "clock_ghz")), "ticks_per_nanosec": 1,
-        "instance_type": str(hw.get("name", "")), "neuroncore_idx": 0, "neuron_device_idx": chip,
+        "instance_type": str(hw.get("name", "")), "neuroncore_idx": max(c.lcore, 0), "neuron_device_idx": chip,
         "profile_name": str(trace.workload.get("name", trace.path.name)),
         "is_simulation": bool(sim.get("is_simulation", True)) if isinstance(sim, dict) else True,
         "trnx_hardware": json.dumps(hw, sort_keys=True), "trnx_workload": json.dumps(trace.workload, sort_keys=True, default=str),
-        "trnx_chip": chip,
+        "trnx_chip": chip, "trnx_lcore": c.lcore,
     }.items()}
 
 
@@ -484,7 +500,8 @@ def _unix(ns: int) -> str:
 
 
 def _trnx_tracks(c: _Chip, ctx: _Context) -> list[tuple[NS.Table, dict[str, Any]]]:
-    """Our extension tables: the chip's rows, its counter samples and its runtime intervals, exactly."""
+    """Our extension tables: the profile's rows (physical cores as in the trace), its counter samples and its
+    runtime intervals, exactly."""
     ids = c.track_ids
     row_of = np.full(len(ctx.tracks["chip"]), -1, np.int64)
     row_of[ids] = np.arange(len(ids))
@@ -514,9 +531,20 @@ def _schema_fields(written: list[str]) -> dict[str, Any]:
     return cols
 
 
-def _export_chip(trace: Trace, chip: int, ctx: _Context, d: Path) -> tuple[int, int]:
-    """One chip's profile directory; (rows written, flows dropped for crossing chips)."""
-    c = _Chip(trace, chip, ctx)
+def _units(ctx: _Context, chips: list[int]) -> list[tuple[int, int]]:
+    """(chip, logical core) of each profile: every logical core of a chip whose rows carry one (a capture of
+    ranks), else the whole chip (-1, a chip-wide program)."""
+    out: list[tuple[int, int]] = []
+    for chip in chips:
+        lcores = sorted(set(ctx.tracks["lcore"][(ctx.tracks["chip"] == chip) & (ctx.tracks["lcore"] >= 0)].tolist()))
+        out += [(chip, int(lc)) for lc in lcores] or [(chip, -1)]
+    return out
+
+
+def _export_chip(trace: Trace, chip: int, ctx: _Context, d: Path, lcore: int = -1, shared: bool = True) -> tuple[int, int]:
+    """One profile directory (a logical core, or a chip when `lcore` is -1); (rows written, flows dropped for
+    crossing profiles)."""
+    c = _Chip(trace, chip, ctx, lcore, shared)
     span = trace.span_ns
     framework, hlo, penguin, kernel_op = _hierarchy(c, ctx)
     ins = _instructions(c, ctx, kernel_op)
@@ -530,7 +558,7 @@ def _export_chip(trace: Trace, chip: int, ctx: _Context, d: Path) -> tuple[int, 
     ]
     for name, cols in _counters(c, ctx, trace.hardware, span).items():
         tables.append((NS.TABLES[name], cols))
-    tables += [(NS.SUMMARY, _summary(trace, chip)), (NS.METADATA, _metadata(trace, chip, ctx, span)),
+    tables += [(NS.SUMMARY, _summary(trace, c, ctx)), (NS.METADATA, _metadata(trace, c, ctx, span)),
                *_trnx_tracks(c, ctx)]
     rows = 0
     for spec, cols in tables:
@@ -540,7 +568,8 @@ def _export_chip(trace: Trace, chip: int, ctx: _Context, d: Path) -> tuple[int, 
 
 
 def export_neuron_explorer(trace: Trace, out: Path, options: dict[str, Any]) -> int:
-    """Write `out` (a new directory): one Neuron Explorer profile per chip of the trace."""
+    """Write `out` (a new directory): one Neuron Explorer profile per logical core of the trace (per chip for a
+    chip-wide program)."""
     out = Path(out)
     check_not_in_trace(out)
     if out.exists() or out.is_symlink():
@@ -562,10 +591,14 @@ def export_neuron_explorer(trace: Trace, out: Path, options: dict[str, Any]) -> 
     try:
         tmp.mkdir()
         rows = 0
-        for chip in chips:
-            d = tmp if len(chips) == 1 else tmp / f"rank_{chip}"
+        units = _units(ctx, chips)
+        seen: set[int] = set()
+        for chip, lcore in units:
+            rank = chip * ctx.ranks_per_chip + lcore if lcore >= 0 else chip
+            d = tmp if len(units) == 1 else tmp / f"rank_{rank}"
             d.mkdir(exist_ok=True)
-            n, _ = _export_chip(trace, chip, ctx, d)
+            n, _ = _export_chip(trace, chip, ctx, d, lcore, shared=chip not in seen)
+            seen.add(chip)
             rows += n
         try:
             rename_noreplace(tmp, out)

@@ -75,12 +75,33 @@ def test_tables_follow_the_schema_and_a_neuron_script_reads_them(tmp_path: Path)
     assert set(ins["hlo_name"].dropna()) <= set(hlo["hlo_name"])
 
 
-def test_multi_chip_export_is_one_profile_per_rank(tmp_path: Path) -> None:
+def test_multi_chip_export_is_one_profile_per_logical_core(tmp_path: Path) -> None:
+    """Neuron Explorer profiles one logical NeuronCore (rank) each: chips 0 and 3 of the TP=16 x DP=4 sample
+    (4 logical cores of 2 physical cores a chip) are 8 profiles, `pcore_idx` within the logical core, and
+    the import puts every row back on its chip and physical core."""
     sample = ROOT / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx"
-    FORMATS["neuron-explorer"](open_trace(sample), tmp_path / "prof", {"scope": Scope(chips=(0, 3))})
-    assert sorted(p.name for p in (tmp_path / "prof").iterdir()) == ["rank_0", "rank_3"]
-    cc = pd.read_parquet(tmp_path / "prof" / "rank_3" / "CcOp.parquet")
+    t = open_trace(sample)
+    FORMATS["neuron-explorer"](t, tmp_path / "prof", {"scope": Scope(chips=(0, 3))})
+    assert sorted(p.name for p in (tmp_path / "prof").iterdir()) == [f"rank_{r}" for r in (0, 1, 12, 13, 14, 15, 2, 3)]
+    rank13 = tmp_path / "prof" / "rank_13"
+    cc = pd.read_parquet(rank13 / "CcOp.parquet")
     assert set(cc["operation"]) <= {"AllReduce", "AllGather"} and cc["replica_group"].iloc[0] == str([list(range(16))])
+    assert (cc["trnx_rank"] == 13).all()   # its own part of each collective, the rank in its TP group
+    meta = pd.read_parquet(rank13 / "Metadata.parquet").iloc[0]
+    assert (meta["neuron_device_idx"], meta["neuroncore_idx"], meta["num_physical_cores"]) == (3, 1, 2)
+    assert bool(meta["vnc_enabled"]) and meta["trnx_lcore"] == 1
+    kernels = pd.read_parquet(rank13 / "PenguinInstruction.parquet")
+    assert set(kernels["trnx_pcore_idx"]) == {2, 3}   # physical cores 2 and 3 of chip 3
+    sbuf = pd.read_parquet(rank13 / "SbufUsage.parquet")
+    assert set(sbuf["pcore_idx"]) <= {0, 1}
+    # the chip's shared HBM counter travels once, with its first logical core
+    assert (tmp_path / "prof" / "rank_12" / "HbmUsage.parquet").exists() and not (rank13 / "HbmUsage.parquet").exists()
+    import_neuron_profile([tmp_path / "prof"], tmp_path / "back.trnx")
+    u = open_trace(tmp_path / "back.trnx")
+    k, back = t.to_pandas("kernels"), u.to_pandas("kernels")
+    k = k[k.chip.isin([0, 3])]
+    assert sorted(zip(back.chip, back.core, back.start_ns)) == sorted(zip(k.chip, k.core, k.start_ns))
+    assert len(u.to_pandas("collectives")) == int(t.to_pandas("collectives").chip.isin([0, 3]).sum())
 
 
 def test_export_refuses_an_existing_path(tmp_path: Path) -> None:

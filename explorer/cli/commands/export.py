@@ -16,7 +16,7 @@ from simcore.trace.schema import TABLES
 @click.command(help="Export a trace table to Parquet or CSV, or the whole timeline to Chrome JSON or Perfetto (streamed, written atomically; an existing OUTPUT is replaced only with --overwrite, and never a file inside a trace directory). --range/--chips/--cores/--tracks keep the rows on those tracks that overlap the window, whole.")
 @click.argument("trace", type=click.Path())
 @click.option("--table", "table", type=click.Choice(list(TABLES)), help="The table to export.")
-@click.option("--format", "fmt", required=True, type=click.Choice(["parquet", "csv", "chrome-json", "perfetto", "neuron-explorer"]), help="Output format (chrome-json and perfetto open in ui.perfetto.dev; neuron-explorer writes a directory of Neuron Explorer's Parquet tables, one profile per chip).")
+@click.option("--format", "fmt", required=True, type=click.Choice(["parquet", "csv", "chrome-json", "perfetto", "neuron-explorer"]), help="Output format (chrome-json and perfetto open in ui.perfetto.dev; neuron-explorer writes a directory of Neuron Explorer's Parquet tables, one profile per logical NeuronCore, per chip for a chip-wide program).")
 @click.option("-o", "--output", required=True, type=click.Path(), help="Output file (a new directory for neuron-explorer); never inside a trace directory.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it is a plain file (never a directory, a symlink or a file inside a trace).")
 @scope_options

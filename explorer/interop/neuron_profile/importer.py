@@ -2,7 +2,8 @@
 
 Mapping, table by table (docs/interop.md has the full table and what is not mapped):
 - rank (one profile directory) -> chip; `pcore_idx` (physical core of the Logical
-  NeuronCore) -> core; `Instruction` -> `instructions` on one track per (core, engine /
+  NeuronCore) -> core; profiles this project exported per logical core (`trnx_chip`,
+  `trnx_lcore`) go back onto their chip, core = lcore x num_physical_cores + pcore_idx; `Instruction` -> `instructions` on one track per (core, engine /
   `timeline_track`); `DmaPacketAggregated` (else `DmaPacket`) -> `dma` per `queue_name`;
   `Flow` -> `flows`; `CcOp` -> `collectives` (matched across ranks by `op_id`);
   `HbmUsage`, `DmaUsage`, `SbufUsage`, `PsumUsage`, `Throttle` -> counters;
@@ -102,12 +103,48 @@ def _pcores(p: Profile, table: str, t: pa.Table) -> np.ndarray:
     return core
 
 
-def _ranks(profiles: list[Profile]) -> list[int]:
-    """`trnx_chip` when every profile has one (our exports), else the order of the directories."""
+@dataclass(frozen=True)
+class _Place:
+    """Where a profile's NeuronCores go: its chip, the first physical core of its logical core (added to
+    `pcore_idx`), and the rank collectives name it by (replica groups)."""
+
+    chip: int
+    offset: int = 0
+    rank: int = 0
+    lcore: int = -1
+
+
+def _small_int(v: Any, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v < 1 << 20
+
+
+def _places(profiles: list[Profile]) -> list[_Place]:
+    """Our exports: `trnx_chip` (and `trnx_lcore` for a logical core's profile); otherwise each profile
+    directory is a chip, in the order of the directories."""
     chips = [p.metadata.get("trnx_chip") for p in profiles]
-    if all(isinstance(c, int) and 0 <= c < 1 << 20 for c in chips) and len(set(chips)) == len(chips):
-        return [int(c) for c in chips]  # type: ignore[arg-type]
-    return list(range(len(profiles)))
+    lcores = [p.metadata.get("trnx_lcore", -1) for p in profiles]
+    if all(_small_int(c, 0) for c in chips) and all(_small_int(lc, -1) for lc in lcores) \
+            and len(set(zip(chips, lcores))) == len(chips):
+        out = []
+        for p, c, lc in zip(profiles, chips, lcores):
+            if lc < 0:
+                out.append(_Place(int(c), 0, int(c)))
+                continue
+            lnc = max(int(p.metadata.get("num_physical_cores") or 1), 1)
+            per_chip = max(_cores_per_chip(p) // lnc, 1)
+            out.append(_Place(int(c), int(lc) * lnc, int(c) * per_chip + int(lc), int(lc)))
+        return out
+    return [_Place(i, 0, i) for i in range(len(profiles))]
+
+
+def _cores_per_chip(p: Profile) -> int:
+    text = p.metadata.get("trnx_hardware")
+    try:
+        hw = json.loads(text) if isinstance(text, str) else {}
+    except ValueError:
+        hw = {}
+    cores = hw.get("cores_per_chip") if isinstance(hw, dict) else None
+    return cores if _small_int(cores, 1) else int(p.metadata.get("num_physical_cores") or 1)
 
 
 class _Builder:
@@ -126,6 +163,7 @@ class _Builder:
         self.notes: list[str] = []
         self.cores_per_chip = 1
         self.end = 0
+        self.place = _Place(0)   # the profile being added
         self._track_of: dict[tuple[int, int, str, str], int] = {}
 
     def track(self, chip: int, core: int, kind: str, name: str, unit: str = "", lcore: int = -1) -> int:
@@ -143,7 +181,9 @@ class _Builder:
         return ints(t, col) - self.t0
 
     # -- one rank ----------------------------------------------------------------
-    def add(self, rank: int, p: Profile, hardware: dict[str, Any]) -> None:
+    def add(self, place: _Place, p: Profile, hardware: dict[str, Any]) -> None:
+        self.place = place
+        rank = place.chip
         ids: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         rows = self._trnx_tracks(rank, p) if self.exact else None
         self._instructions(rank, p, ids)
@@ -211,7 +251,7 @@ class _Builder:
         n = t.num_rows
         start, dur = self._rel(t, "start_ts"), ints(t, "duration_ns")
         _check_durations(p, "Instruction", start, dur)
-        core = _pcores(p, "Instruction", t)
+        core = _pcores(p, "Instruction", t) + self.place.offset
         self.cores_per_chip = max(self.cores_per_chip, int(core.max()) + 1)
         eng, eng_vocab = texts(t, "engine")
         tl, tl_vocab = texts(t, "timeline_track")
@@ -333,7 +373,7 @@ class _Builder:
         n = t.num_rows
         start, dur = self._rel(t, "start_ts"), ints(t, "duration_ns")
         _check_durations(p, name, start, dur)
-        core = _pcores(p, name, t)
+        core = _pcores(p, name, t) + self.place.offset
         self.cores_per_chip = max(self.cores_per_chip, int(core.max()) + 1)
         q, q_vocab = texts(t, "queue_name")
         if not any(q_vocab):
@@ -425,7 +465,7 @@ class _Builder:
         nbytes = np.where(nbytes >= 0, np.maximum(nbytes, out_size), np.where(out_size >= 0, out_size, guess))
         kinds = [collective_kind(str(x)) for x in t.column("operation").to_pylist()]
         self.end = max(self.end, int(end.max()))
-        self.cc.append({"chip": rank, "path": p.path, "collective_id": ints(t, "op_id"), "kind": kinds,
+        self.cc.append({"chip": rank, "who": self.place.rank, "path": p.path, "collective_id": ints(t, "op_id"), "kind": kinds,
                         "algorithm": [str(a or "").lower() for a in t.column("algorithm").to_pylist()],
                         "bytes": nbytes, "arrive_ns": arrive, "start_ns": start, "end_ns": end,
                         "algo_bw": floats(t, "algorithm_bandwidth"), "bus_bw": floats(t, "bus_bandwidth"),
@@ -445,7 +485,8 @@ class _Builder:
             if t is None or not t.num_rows or not p.has(table, col):
                 continue
             keep = np.flatnonzero(np.isfinite(floats(t, col)))  # NaN or infinite samples say nothing: left out
-            core = np.where(ints(t, "pcore_idx", -1) < 0, -1, ints(t, "pcore_idx", -1))[keep]
+            pcore = ints(t, "pcore_idx", -1)
+            core = np.where(pcore < 0, -1, pcore + self.place.offset)[keep]
             if len(core) and core.max() >= MAX_CORES:
                 raise UserError(f"{p.path}/{table}.parquet has pcore_idx {int(core.max())}, outside 0..{MAX_CORES - 1}.")
             self._series(rank, core, self._rel(t, "timestamp")[keep], floats(t, col)[keep] * scale, name, unit)
@@ -470,7 +511,7 @@ class _Builder:
         if ((n <= 0) | (k < 0) | (k > n)).any():
             raise UserError(f"{p.path}/Throttle.parquet has a k/n outside 0..1 (k and n must satisfy 0 <= k <= n, n > 0).")
         limit = 100.0 * k / n
-        core = ints(t, "pcore_idx", 0)
+        core = ints(t, "pcore_idx", 0) + self.place.offset
         for c in np.unique(core).tolist():
             sel = np.flatnonzero(core == c)
             sel = sel[np.argsort(ts[sel], kind="stable")]
@@ -489,17 +530,17 @@ class _Builder:
     def _collective_rows(self) -> dict[str, Any] | None:
         if not self.cc:
             return None
-        chips_of: dict[int, list[int]] = {}
+        chips_of: dict[int, list[int]] = {}   # the ranks (profiles) taking part in each collective
         for part in self.cc:
             for cid in np.unique(part["collective_id"]).tolist():
-                chips_of.setdefault(cid, []).append(part["chip"])
+                chips_of.setdefault(cid, []).append(part["who"])
         cols: dict[str, list[Any]] = {k: [] for k in ("collective_id", "track_id", "chip", "rank", "group_size", "kind",
                                                      "algorithm", "op_id", "bytes", "arrive_ns", "start_ns", "end_ns",
                                                      "wait_ns", "algo_bw_gbps", "bus_bw_gbps")}
         for part in self.cc:
-            chip = part["chip"]
+            chip, who = part["chip"], part["who"]
             for i, cid in enumerate(part["collective_id"].tolist()):
-                members = _group(part["group"][i], chip) or sorted(chips_of[cid])
+                members = _group(part["group"][i], who) or sorted(chips_of[cid])
                 size = len(members)
                 s, e, a = int(part["start_ns"][i]), int(part["end_ns"][i]), int(part["arrive_ns"][i])
                 kind = part["kind"][i]
@@ -507,7 +548,7 @@ class _Builder:
                 factor = _BUS.get(kind, lambda q: (q - 1) / q)(size) if size > 0 else 0.0
                 bus = part["bus_bw"][i] / 1e9 if np.isfinite(part["bus_bw"][i]) else algo * factor
                 own = int(part["own_rank"][i])
-                pos = own if 0 <= own < size else (members.index(chip) if chip in members else 0)
+                pos = own if 0 <= own < size else (members.index(who) if who in members else 0)
                 for k, v in (("collective_id", cid), ("track_id", int(part["track"][i])), ("chip", chip),
                              ("rank", pos), ("group_size", size), ("kind", kind),
                              ("algorithm", part["algorithm"][i]), ("op_id", -1), ("bytes", int(part["bytes"][i])),
@@ -623,6 +664,7 @@ def _take(v: Any, order: np.ndarray) -> Any:
 
 
 def hardware_of(profiles: list[Profile], ranks: list[int], cores: int) -> dict[str, Any]:
+    """`ranks`: each profile's chip."""
     """meta.hardware from the Metadata rows (or the block this project exported, when present)."""
     for p in profiles:
         text = p.metadata.get("trnx_hardware")
@@ -659,23 +701,25 @@ def import_neuron_profile(paths: Sequence[str | os.PathLike[str]], out: str | os
     if not paths:
         raise UserError("name at least one Neuron Explorer profile directory to import.")
     profiles = read_profiles(list(paths))
-    ranks = _ranks(profiles)
+    places = _places(profiles)
+    ranks = [pl.chip for pl in places]
     t0 = min(_first_time(p) for p in profiles)
     exact = _exact(profiles)
     cores = max((int(p.metadata.get("num_physical_cores") or 1) for p in profiles), default=1)
     hw = hardware_of(profiles, ranks, cores)
     b = _Builder(t0, exact)
-    for rank, p in sorted(zip(ranks, profiles), key=lambda rp: rp[0]):
-        b.add(rank, p, hw)
+    for place, p in sorted(zip(places, profiles), key=lambda pp: (pp[0].chip, pp[0].offset)):
+        b.add(place, p, hw)
     hw["cores_per_chip"] = max(int(hw.get("cores_per_chip") or 1), b.cores_per_chip)
     windows = [(int(p.metadata["first_hw_timestamp"]) - t0, int(p.metadata["last_hw_timestamp"]) - t0) for p in profiles]
     span = (0, max([b.end, *(hi for _, hi in windows)]))
     first = profiles[0].metadata
     root = str(first.get("profile_name") or profiles[0].path.name)
-    workload: dict[str, Any] = {"name": root, "kind": "profile", "ranks": sorted(ranks)}
+    who = sorted(pl.rank for pl in places)
+    workload: dict[str, Any] = {"name": root, "kind": "profile", "ranks": who}
     if isinstance(first.get("trnx_workload"), str):
         try:
-            workload = {**json.loads(first["trnx_workload"]), "ranks": sorted(ranks)}
+            workload = {**json.loads(first["trnx_workload"]), "ranks": who}
         except ValueError:
             pass
     simulated = [bool(p.metadata.get("is_simulation")) for p in profiles]
@@ -687,12 +731,13 @@ def import_neuron_profile(paths: Sequence[str | os.PathLike[str]], out: str | os
         "capture": {"files": [str(p.path) for p in profiles], "t0_hw_ns": int(t0)},
         "neuron_profile": {
             "schema_version": str(first.get("profile_schema_version")),
-            "ranks": [{"chip": r, "path": str(p.path), "window_ns": list(w),
+            "ranks": [{"chip": pl.chip, **({"lcore": pl.lcore} if pl.lcore >= 0 else {}), "path": str(p.path),
+                       "window_ns": list(w),
                        "metadata": {k: _json_value(v) for k, v in p.metadata.items() if not k.startswith(NS.EXTENSION_PREFIX)},
                        "summary": None if p.summary is None else {k: _json_value(v) for k, v in p.summary.items()}}
-                      for r, p, w in sorted(zip(ranks, profiles, windows), key=lambda x: x[0])],
+                      for pl, p, w in sorted(zip(places, profiles, windows), key=lambda x: (x[0].chip, x[0].offset))],
         },
         "import": {"notes": b.notes},
     }
     rows = b.write(Path(out), meta, overwrite, root, span)
-    return NeuronImportReport(Path(out), sorted(ranks), rows, b.notes)
+    return NeuronImportReport(Path(out), who, rows, b.notes)

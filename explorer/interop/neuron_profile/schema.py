@@ -338,7 +338,8 @@ METADATA = Table("Metadata", "The profile's schema version and the system it was
     _f("is_simulation boolean - N", "A post-scheduler simulation, not a measurement."),
     _f("trnx_hardware string - N", "trnx: the trace's hardware block (JSON)."),
     _f("trnx_workload string - N", "trnx: the trace's workload block (JSON)."),
-    _f("trnx_chip int64 - N", "trnx: the chip (rank) this profile holds."),
+    _f("trnx_chip int64 - N", "trnx: the chip this profile's NeuronCores are on."),
+    _f("trnx_lcore int64 - N", "trnx: the logical core of the chip this profile holds (-1: the whole chip, a chip-wide program)."),
 ))
 
 SCHEMA_FIELDS = Table("SchemaFields", "The schema of this profile, one row per (table, field).", (
@@ -348,8 +349,8 @@ SCHEMA_FIELDS = Table("SchemaFields", "The schema of this profile, one row per (
     _f("field_format string - N", "Format (int64, float, ...)."), _f("field_unit string - N", "Unit."),
 ))
 
-TRNX_TRACKS = Table("TrnxTracks", "trnx: every timeline row of the chip (the trace's `tracks`), so rows without events survive.", (
-    _f("core int64 - Y", "Physical core (-1: chip-level)."), _f("kind string - Y", "Row kind."),
+TRNX_TRACKS = Table("TrnxTracks", "trnx: every timeline row of the profile (the trace's `tracks`), so rows without events survive.", (
+    _f("core int64 - Y", "Physical core of the chip, as in the trace (-1: chip-level)."), _f("kind string - Y", "Row kind."),
     _f("lcore int64 - N", "Logical core of the chip the row belongs to (-1: none; the trace's tracks.lcore)."),
     _f("name string - Y", "Row name."), _f("unit string - Y", "Counter unit ('' for interval rows)."),
 ))
