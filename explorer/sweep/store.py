@@ -26,6 +26,7 @@ from explorer.sweep.spec import SweepSpec
 from explorer.sweep.task import SWEEP_FILE
 from simcore.atomic import atomic_path
 from simcore.errors import UserError
+from simcore.trace.schema import META_FILE
 
 FORMAT = "trnx-sweep"
 TRACES = "traces"
@@ -47,6 +48,16 @@ def read_sweep_file(directory: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("id"), str):
         raise UserError(f"{f} is not a sweep file of trnx; choose another directory (-o).")
     return data
+
+
+def is_sweep_path(path: str | os.PathLike[str]) -> bool:
+    """Does `path` look like a sweep rather than a trace: a directory holding sweep.json or
+    results.parquet (and no trace's meta.json), or a sweep's results.parquet? What lets `trnx
+    view SWEEP_DIR` and the window's File > Open take a sweep as well as a trace."""
+    p = Path(path)
+    if p.is_file():
+        return p.name == RESULTS_FILE
+    return p.is_dir() and not (p / META_FILE).exists() and ((p / SWEEP_FILE).is_file() or (p / RESULTS_FILE).is_file())
 
 
 class SweepDir:

@@ -56,13 +56,23 @@ def open_window(path: str | os.PathLike[str] | None = None, *, show: bool = True
 def run(path: str | os.PathLike[str] | None = None, goto: str | None = None, *, theme: str | None = None,
         screenshot: str | os.PathLike[str] | None = None) -> int:
     """Open a window and run the event loop until it closes; `goto`: a deep link to show once loaded,
-    `theme` for this run only, `screenshot` saved (at 1920x1080) once the analysis panels are filled."""
+    `theme` for this run only, `screenshot` saved (at 1920x1080) once the analysis panels are filled.
+    A sweep directory opens the sweep window (the screenshot is of it, once shown)."""
     app = ensure_app()
     window = open_window(None)
     if goto is not None:
         window.tools.go_when_loaded(goto)
     if theme is not None:
         window.extras.set_theme(theme, save=False)
+    if path is not None and _is_sweep(path):   # the sweep window, in front of the main one
+        sweep_window = window.sweeps.open(path)
+        if sweep_window is not None and screenshot is not None:
+            from PySide6.QtCore import QTimer
+
+            from explorer.ui.screenshot import save_sweep_screenshot
+
+            QTimer.singleShot(0, lambda: save_sweep_screenshot(sweep_window, screenshot))
+        return app.exec()
     if screenshot is not None:
         from explorer.ui.screenshot import screenshot_when_ready
 
@@ -71,3 +81,9 @@ def run(path: str | os.PathLike[str] | None = None, goto: str | None = None, *, 
         window.open_path(Path(path))
     window.raise_()
     return app.exec()
+
+
+def _is_sweep(path: str | os.PathLike[str]) -> bool:
+    from explorer.sweep.store import is_sweep_path
+
+    return is_sweep_path(path)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from explorer.model.timeline.trace_index import COLOUR_MODES, EventRef
 from explorer.model.units import format_ns
 from explorer.model.timeline.view_state import ViewState
+from explorer.sweep.store import is_sweep_path
 from explorer.ui import gc_guard
 from explorer.ui.collective_waits_view import QtCollectiveWaits
 from explorer.ui.details_view import QtEventDetails
@@ -211,14 +212,18 @@ class MainWindow(QMainWindow):
 
     # -- opening -----------------------------------------------------------------------
     def choose_trace(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open a .trnx trace directory")
+        path = QFileDialog.getExistingDirectory(self, "Open a .trnx trace (or a sweep) directory")
         if path:
             self.open_path(path)
 
     def open_path(self, path: str | Path) -> None:
-        """Load a trace in a worker thread; progress shows in the status bar."""
-        self.cancel_loading()
+        """Load a trace in a worker thread; progress shows in the status bar. A sweep directory
+        (or its results.parquet) opens the sweep window instead, as File > Open sweep does."""
         path = Path(path)
+        if is_sweep_path(path):
+            self.sweeps.open(path)
+            return
+        self.cancel_loading()
         loader = self.loader = TraceLoader(path, self.view.colour_mode, self)
         loader.progressed.connect(self._progress)
         loader.loaded.connect(self._loaded)

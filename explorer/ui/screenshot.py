@@ -57,6 +57,18 @@ def save_screenshot(window, path: str | Path) -> Path:
     return save_png(window, path)
 
 
+def save_sweep_screenshot(sweep_window, path: str | Path) -> Path:
+    """A sweep window at 1920x1080 as a PNG, once it has laid out and drawn its plot."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.ui.analysis_export import save_png
+
+    sweep_window.resize(*SCREENSHOT_SIZE)
+    for _ in range(10):
+        QApplication.processEvents()
+    return save_png(sweep_window, path)
+
+
 def screenshot_when_ready(window, path: str | Path) -> None:
     """Resize `window` to 1920x1080 and save it to `path` once its analysis panels are filled
     (the interactive `trnx view --screenshot`); a failure is one line on stderr and in the

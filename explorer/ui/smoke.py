@@ -98,6 +98,36 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
     return out
 
 
+def smoke_test_sweep(path: str | Path, theme: str | None = None, screenshot: str | Path | None = None) -> dict[str, int]:
+    """`trnx view SWEEP --smoke-test`: the main window and the sweep window on `path`, drawn
+    once (and saved as `screenshot`), then closed. Returns how many configurations the table
+    holds (`rows`), the sweep has (`configurations`) and the plot shows (`plotted`)."""
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.sweep.opened import open_sweep
+    from explorer.ui import open_window
+    from explorer.ui.screenshot import save_sweep_screenshot
+
+    window = open_window(None, show=True)
+    window.show_error_dialogs = False
+    if theme is not None:
+        window.extras.set_theme(theme, save=False)
+    try:
+        w = window.sweeps.show(open_sweep(path))
+        for _ in range(5):
+            QApplication.processEvents()
+        if screenshot is not None:
+            save_sweep_screenshot(w, screenshot)
+        if w.grab().isNull():
+            raise RuntimeError("the sweep window rendered an empty frame")
+        return {"rows": w.model.rowCount(), "configurations": w.sweep.configurations,
+                "plotted": len(w.scatter.data)}
+    finally:
+        for sw in window.sweeps.windows:
+            sw.close()
+        window.close()
+
+
 def peak_rss_mb() -> float:
     """The process's peak resident set size in MiB (0 where the platform does not say)."""
     try:

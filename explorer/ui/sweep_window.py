@@ -350,12 +350,17 @@ class SweepWindows:
             self.open(path)
 
     def open(self, path: str | Path) -> QtSweep | None:
+        """The sweep at `path` in a window of its own (None, after an error dialog, when it cannot be read)."""
         try:
             sweep = open_sweep(path)
         except UserError as exc:
             if getattr(self.window, "show_error_dialogs", True):
                 QMessageBox.warning(self.window, "Trn3 Explorer", str(exc))
             return None
+        return self.show(sweep)
+
+    def show(self, sweep: Sweep) -> QtSweep:
+        """A window on an open sweep; its clicks open traces in the main window."""
         w = QtSweep(sweep)
         w.open_trace_requested.connect(self._open_trace)
         self.windows.append(w)

@@ -43,8 +43,8 @@ Examples:
   trnx sweep --resume -o sweep/
   trnx sweep -H trn3-ultraserver-gen2 -w llama3.1-405b --grid tp=16,32 --grid pp=1,2,4 --scheduler tcp://head:8786 -o big/
 
-Open the results with explorer.open_sweep("sweep/"), pandas.read_parquet("sweep/results.parquet")
-or the desktop window's File > Open sweep.""")
+Open the results with explorer.open_sweep("sweep/"), pandas.read_parquet("sweep/results.parquet"),
+`trnx view sweep/` or the desktop window's File > Open sweep.""")
 @_sweep_command
 @click.option("--grid", "-g", "grid", multiple=True, metavar="KEY=V1,V2,...",
               help="A capture option and the values to sweep it over (repeat for more keys; the first varies slowest).")

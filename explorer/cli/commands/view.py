@@ -1,4 +1,7 @@
-"""`trnx view [TRACE] [--smoke-test] [--theme light|dark] [--screenshot PNG]`: open the desktop explorer.
+"""`trnx view [TRACE|SWEEP] [--smoke-test] [--theme light|dark] [--screenshot PNG]`: open the desktop explorer.
+
+A sweep directory (`trnx sweep -o DIR`, or its results.parquet) opens the sweep window, as
+File > Open sweep does; a click on one of its points opens that configuration's trace.
 
 On Linux, Qt aborts the whole process (exit 134, a core dump) when it finds no display
 to connect to. `check_display` spots that case before Qt is imported and turns it into
@@ -52,11 +55,14 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
         parse(goto)  # bad grammar: one sentence before any window opens
     if trace is not None and not Path(trace).exists():
         raise UserError(f"{trace} does not exist.")
+    sweep = trace is not None and is_sweep(trace, timings, goto)
     if screenshot is not None:
         from explorer.ui.screenshot import check_screenshot_path  # no Qt until a window opens
 
         check_screenshot_path(screenshot)
     check_display()
+    if sweep:
+        return _open_sweep(trace, smoke_test, prog, theme, screenshot)
     if trace is not None:
         from explorer.interop.neuron_profile.as_trace import trace_path
 
@@ -79,11 +85,46 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
     return run(trace, goto=goto, theme=theme, screenshot=screenshot)
 
 
-@click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory, or a Neuron Explorer profile directory) if given.
+def is_sweep(path: str, timings: bool, goto: str | None) -> bool:
+    """Is `path` a sweep (explorer.sweep.store.is_sweep_path)? One sentence, before any window,
+    when it is one that cannot be read or when options that point into a trace were given."""
+    from explorer.sweep.store import is_sweep_path
+
+    if not is_sweep_path(path):
+        return False
+    if goto is not None:
+        raise UserError(f"--goto points into a trace and {path} is a sweep; open the sweep and click a configuration, "
+                        "or give that configuration's trace.")
+    if timings:
+        raise UserError(f"--timings measures opening a trace and {path} is a sweep; give one of its traces.")
+    from explorer.sweep.opened import open_sweep
+
+    open_sweep(path)
+    return True
+
+
+def _open_sweep(path: str, smoke_test: bool, prog: str, theme: str | None, screenshot: str | None) -> int:
+    """`trnx view SWEEP`: the sweep window (and the main window its clicks open traces in)."""
+    if smoke_test:
+        from explorer.ui.smoke import smoke_test_sweep
+
+        figures = smoke_test_sweep(path, theme=theme, screenshot=screenshot)
+        click.echo(f"{prog}: sweep window built, {figures['rows']} of {figures['configurations']} configurations "
+                   f"in its table, {figures['plotted']} plotted")
+        if screenshot is not None:
+            click.echo(f"{prog}: wrote {screenshot}")
+        return 0
+    from explorer.ui import run
+
+    return run(path, theme=theme, screenshot=screenshot)
+
+
+@click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory, or a Neuron Explorer profile directory) if given; a sweep directory (trnx sweep -o DIR) opens the sweep window.
 
 \b
 Examples:
   trnx view run.trnx
+  trnx view sweep/                            # the sweep's results table and Pareto plot
   trnx view                                   # File > Open or File > New capture from the window
   QT_QPA_PLATFORM=offscreen trnx view sample_traces/gemm-4096-bf16.trnx --smoke-test
   QT_QPA_PLATFORM=offscreen trnx view big.trnx --smoke-test --timings   # {"open_s": ..., "first_frame_s": ...}
@@ -101,8 +142,8 @@ Examples:
 @click.option("--theme", type=click.Choice(["dark", "light"]), default=None,
               help="Colour theme for this run (not saved; View > Theme saves one).")
 @click.option("--screenshot", type=click.Path(dir_okay=False), default=None, metavar="PNG",
-              help="Save the window at 1920x1080 as a PNG once the analysis panels are filled; "
-                   "with --smoke-test, then exit.")
+              help="Save the window at 1920x1080 as a PNG once the analysis panels are filled (a sweep: the "
+                   "sweep window once drawn); with --smoke-test, then exit.")
 def view(trace: str | None, smoke_test: bool, timings: bool, goto: str | None, theme: str | None,
          screenshot: str | None) -> None:
     code = open_explorer(trace, smoke_test, timings=timings, goto=goto, theme=theme, screenshot=screenshot)
