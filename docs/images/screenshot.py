@@ -8,7 +8,7 @@
 - explorer-multichip-{theme}.png: `trnx view sample_traces/llama3.1-70b-tp16-straggler.trnx
   --theme THEME --screenshot PNG --smoke-test`, exactly (the first screen of a 16-chip trace).
 
-Both go through `explorer.ui.screenshot` (the window at 1920x1080 once the analysis panels
+Both start from settings no run has written (the default dock layout) and go through `explorer.ui.screenshot` (the window at 1920x1080 once the analysis panels
 are filled), the code behind `trnx view --screenshot`. Rerun it whenever the window or the
 samples change what the pictures show, and look at them.
 """
@@ -19,11 +19,18 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "sample_traces"
+
+
+def fresh_settings() -> str:
+    """A settings directory no run has written: each picture shows the default dock layout, not
+    the one the last window saved when it closed."""
+    return tempfile.mkdtemp(prefix="trnx-shot-settings-")
 
 
 def decode_picture(theme: str, out: Path, query: str = "MultiplyMoving", at: float = 0.5,
@@ -35,7 +42,7 @@ def decode_picture(theme: str, out: Path, query: str = "MultiplyMoving", at: flo
     from explorer.ui import ensure_app, open_window
     from explorer.ui.screenshot import SCREENSHOT_SIZE, save_screenshot, wait_for_analyses
 
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(Path(os.environ.get("TMPDIR", "/tmp")) / "trnx-shot"))
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, fresh_settings())
     app = ensure_app()
     w = open_window(SAMPLES / "llama3.1-8b-decode.trnx")
     w.extras.set_theme(theme, save=False)
@@ -83,7 +90,7 @@ def main() -> None:
         out = a.output_dir / f"explorer-multichip-{theme}.png"
         subprocess.run([sys.executable, "-m", "explorer.cli.main", "view",
                         str(SAMPLES / "llama3.1-70b-tp16-straggler.trnx"), "--theme", theme, "--screenshot", str(out),
-                        "--smoke-test"], check=True)
+                        "--smoke-test"], check=True, env={**os.environ, "XDG_CONFIG_HOME": fresh_settings()})
 
 
 if __name__ == "__main__":
