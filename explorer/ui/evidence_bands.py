@@ -12,12 +12,12 @@ small transfers costs a few milliseconds, not a loop over them.
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QPainter
-from PySide6.QtWidgets import QWidget
 
 from explorer.model.analysis.recommendations import NO_BANDS, EvidenceBands
 from explorer.ui.canvas_layers import GUTTER
+from explorer.ui.canvas_overlay import CanvasOverlay
 from explorer.ui.track_canvas import TrackCanvas
 
 BAND_COLOUR = "#f0a020"
@@ -38,27 +38,13 @@ def pixel_runs(x0: np.ndarray, x1: np.ndarray, width: int) -> list[tuple[int, in
     return list(zip(edges[0::2].tolist(), edges[1::2].tolist()))
 
 
-class QtEvidenceBands(QWidget):
+class QtEvidenceBands(CanvasOverlay):
     """Warning bands for one recommendation's evidence on the canvas it covers."""
 
     def __init__(self, canvas: TrackCanvas, colour: str = BAND_COLOUR) -> None:
-        super().__init__(canvas)
-        self.canvas = canvas
-        self.colour = QColor(colour)
-        self.setObjectName("evidence-bands")
-        self.setAttribute(Qt.WA_TransparentForMouseEvents)
-        self.setAttribute(Qt.WA_NoSystemBackground)
+        super().__init__(canvas, colour, "evidence-bands")
         self.bands: EvidenceBands = NO_BANDS
         self._reach = np.zeros(0, np.int64)  # running max of t1 in t0 order: what can overlap a window
-        self.label = ""
-        canvas.installEventFilter(self)
-        self.setGeometry(canvas.rect())
-        self.hide()
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
-        if obj is self.canvas and event.type() == QEvent.Resize:
-            self.setGeometry(self.canvas.rect())
-        return False
 
     def set_bands(self, bands: EvidenceBands | None, label: str = "") -> None:
         """Show these bands (None or empty: hide)."""
@@ -68,11 +54,7 @@ class QtEvidenceBands(QWidget):
             return
         self.bands = bands
         self._reach = np.maximum.accumulate(bands.t1)
-        self.label = label
-        self.setGeometry(self.canvas.rect())
-        self.show()
-        self.raise_()
-        self.update()
+        self.reveal(label)
 
     def visible(self) -> np.ndarray:
         """Indices of the bands overlapping the visible range."""

@@ -11,38 +11,24 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QWidget
 
 from explorer.ui.canvas_layers import GUTTER
+from explorer.ui.canvas_overlay import CanvasOverlay
 from explorer.ui.track_canvas import TrackCanvas
 
 MAX_DRAWN = 4000
 
 
-class QtPathOverlay(QWidget):
+class QtPathOverlay(CanvasOverlay):
     """Outlines `steps` (columns track_id, start_ns, end_ns) on the canvas it covers."""
 
     def __init__(self, canvas: TrackCanvas, colour: str = "#ff79c6") -> None:
-        super().__init__(canvas)
-        self.canvas = canvas
-        self.colour = QColor(colour)
-        self.setObjectName("path-overlay")
-        self.setAttribute(Qt.WA_TransparentForMouseEvents)
-        self.setAttribute(Qt.WA_NoSystemBackground)
+        super().__init__(canvas, colour, "path-overlay")
         self.track = np.zeros(0, np.int64)
         self.start = np.zeros(0, np.float64)
         self.end = np.zeros(0, np.float64)
-        self.label = ""
-        canvas.installEventFilter(self)
-        self.setGeometry(canvas.rect())
-        self.hide()
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
-        if obj is self.canvas and event.type() == QEvent.Resize:
-            self.setGeometry(self.canvas.rect())
-        return False
 
     def set_path(self, steps: pd.DataFrame | None, label: str = "") -> None:
         """Show a chain (None or empty: hide)."""
@@ -53,11 +39,7 @@ class QtPathOverlay(QWidget):
         self.track = steps["track_id"].to_numpy(np.int64)[ok]
         self.start = steps["start_ns"].to_numpy(np.float64)[ok]
         self.end = steps["end_ns"].to_numpy(np.float64)[ok]
-        self.label = label
-        self.setGeometry(self.canvas.rect())
-        self.show()
-        self.raise_()
-        self.update()
+        self.reveal(label)
 
     def clear(self) -> None:
         self.track = np.zeros(0, np.int64)

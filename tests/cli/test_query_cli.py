@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from explorer.cli.main import main
+import clirun
 from simcore.trace import open_trace
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
@@ -19,14 +19,9 @@ TP16 = SAMPLES / "llama3.1-70b-tp16-straggler.trnx"  # tables partitioned per ch
 
 
 def trnx(capsys, *args: object) -> tuple[int, str, str]:
-    """Run `trnx` in this process: (exit code, stdout, stderr)."""
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+    """(exit code, stdout, stderr) of `trnx ARGS`, run in this process (tests/clirun.py)."""
+    r = clirun.trnx(*map(str, args))
+    return r.code, r.out, r.err
 
 
 def test_group_by_equals_pandas(capsys):

@@ -12,21 +12,15 @@ from pathlib import Path
 import pytest
 
 from model import analysis_traces as at
-from explorer.cli.main import main
+import clirun
 from explorer.model.analysis.summary import summarize
 from simcore.trace import open_trace
 
 
-def trnx(capsys, *args) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `trnx ARGS`."""
-    capsys.readouterr()
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
+def trnx(capsys, *args: object) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `trnx ARGS`, run in this process (tests/clirun.py)."""
+    r = clirun.trnx(*map(str, args))
+    return r.code, r.out, r.err
 
 
 def trnx_json(capsys, *args) -> dict:

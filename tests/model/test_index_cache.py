@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import subprocess
 import sys
 
@@ -68,15 +69,18 @@ def test_a_changed_table_makes_the_saved_index_stale(trace_path):
     assert TraceIndex.open(open_trace(trace_path)).saved is not None
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty", "list-header"])
 def test_a_damaged_saved_index_is_ignored(trace_path, damage):
     built = _saved(trace_path)
     f = trace_path / index_cache.CACHE_FILE
     data = f.read_bytes()
-    f.write_bytes({"truncate": data[: len(data) // 2], "garbage": os.urandom(len(data)), "empty": b""}[damage])
+    f.write_bytes({"truncate": data[: len(data) // 2], "garbage": os.urandom(len(data)), "empty": b"",
+                   "list-header": index_cache.MAGIC + struct.pack("<Q", 6) + b"[1, 2]"}[damage])
     reopened = TraceIndex.open(open_trace(trace_path, validate=False))
     assert reopened.saved is None
     _same_index(built, reopened)
+    if damage == "list-header":   # JSON, but not the header's object: no index, never an AttributeError
+        assert not index_cache.mark_validated(open_trace(trace_path, validate=False))
 
 
 def test_a_directory_that_refuses_the_file_goes_without(trace_path):

@@ -40,35 +40,34 @@ def test_a_trace_validate_refuses_shows_the_cli_sentence(window, qtbot, tmp_path
     assert "has chip 33554432, but meta.json's hardware has 1 chip" in text
 
 
-def test_a_bug_while_opening_is_one_sentence_that_says_so(window, qtbot, tmp_path, dialogs, monkeypatch, capsys) -> None:
+def _open_failing(window, qtbot, tmp_path, dialogs, monkeypatch, failure) -> tuple[str, str]:
+    """Open a good trace while building its index fails with `failure`: (the trace, the dialog's text)."""
     from explorer.model.timeline.trace_index import TraceIndex
 
-    def broken(*args, **kwargs):
-        raise IndexError("index -6 is out of bounds for axis 0 with size 4")
-
-    monkeypatch.setattr(TraceIndex, "build", broken)
+    monkeypatch.setattr(TraceIndex, "build", failure)
     other = write_trace(tmp_path / "other.trnx", tiny_tables(), meta={"hardware": HARDWARE})
     window.open_path(other)
     qtbot.waitUntil(lambda: bool(dialogs), timeout=20_000)
     _, text = dialogs[0]
     _one_sentence(text)
+    return other, text
+
+
+def test_a_bug_while_opening_is_one_sentence_that_says_so(window, qtbot, tmp_path, dialogs, monkeypatch, capsys) -> None:
+    def broken(*args, **kwargs):
+        raise IndexError("index -6 is out of bounds for axis 0 with size 4")
+
+    other, text = _open_failing(window, qtbot, tmp_path, dialogs, monkeypatch, broken)
     assert "index -6" not in text
     assert text.startswith(f"an internal error (IndexError) stopped the attempt to open {other}")
     assert "IndexError: index -6" in capsys.readouterr().err  # the details stay on stderr
 
 
 def test_out_of_memory_while_opening_names_the_need(window, qtbot, tmp_path, dialogs, monkeypatch) -> None:
-    from explorer.model.timeline.trace_index import TraceIndex
-
     def exhausted(*args, **kwargs):
         np.empty(1 << 62, dtype=np.uint8)  # numpy's own MemoryError, with the size it asked for
 
-    monkeypatch.setattr(TraceIndex, "build", exhausted)
-    other = write_trace(tmp_path / "other.trnx", tiny_tables(), meta={"hardware": HARDWARE})
-    window.open_path(other)
-    qtbot.waitUntil(lambda: bool(dialogs), timeout=20_000)
-    _, text = dialogs[0]
-    _one_sentence(text)
+    other, text = _open_failing(window, qtbot, tmp_path, dialogs, monkeypatch, exhausted)
     assert text.startswith(f"not enough memory to open {other} (it needs about ")
     assert "an allocation of 4,294,967,296 GiB failed" in text
 

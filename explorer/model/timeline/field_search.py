@@ -29,7 +29,7 @@ import numpy as np
 from explorer.model.table_chunks import batches
 from explorer.model.timeline import colour_codes
 from explorer.model.timeline.event_table import EventTable
-from explorer.model.timeline.search import SearchHits, _match_masks
+from explorer.model.timeline.search import SearchHits, _match_masks, hits_of_masks
 from explorer.model.timeline.trace_index import TraceIndex
 from simcore.errors import UserError
 
@@ -230,10 +230,4 @@ def field_search(index: TraceIndex, query: str) -> SearchHits:
                 break
         if mask is not None:
             masks[tname] = mask
-    hits = [np.zeros(0, np.int64)] * len(lanes)
-    for i, lane in enumerate(lanes):
-        m = masks.get(lane.events.name)
-        if m is not None:
-            hits[i] = np.flatnonzero(m[lane.lo:lane.hi])
-    starts = [lane.start[h] for lane, h in zip(lanes, hits)]
-    return SearchHits(q, lanes, hits, starts)
+    return hits_of_masks(q, lanes, masks)

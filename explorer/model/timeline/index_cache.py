@@ -25,7 +25,7 @@ import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -71,15 +71,10 @@ def load(trace: Trace) -> SavedIndex | None:
         if not path.is_file():
             return None
         with open(path, "rb") as fh:
-            head = fh.read(len(MAGIC) + 8)
-            if len(head) < len(MAGIC) + 8 or head[:len(MAGIC)] != MAGIC:
-                return None
-            (n,) = struct.unpack("<Q", head[len(MAGIC):])
-            if n > 1 << 26:
-                return None
-            header = json.loads(fh.read(n).decode("utf-8"))
-        if header.get("format") != FORMAT or header.get("version") != VERSION or header.get("stamp") != stamp(trace):
+            read = _matching_header(fh, trace)
+        if read is None:
             return None
+        header, n = read
         data = _align(len(MAGIC) + 8 + n)
         size = path.stat().st_size
         mm = np.memmap(path, dtype=np.uint8, mode="r") if size > data else np.zeros(0, np.uint8)
@@ -142,15 +137,10 @@ def mark_validated(trace: Trace) -> bool:
     path = trace.path / CACHE_FILE
     try:
         with open(path, "rb") as src:
-            head = src.read(len(MAGIC) + 8)
-            if len(head) < len(MAGIC) + 8 or head[:len(MAGIC)] != MAGIC:
+            read = _matching_header(src, trace)
+            if read is None:
                 return False
-            (n,) = struct.unpack("<Q", head[len(MAGIC):])
-            if n > 1 << 26:
-                return False
-            header = json.loads(src.read(n).decode("utf-8"))
-            if header.get("format") != FORMAT or header.get("version") != VERSION or header.get("stamp") != stamp(trace):
-                return False
+            header, n = read
             header.setdefault("info", {})["validated"] = True
             new = json.dumps(header).encode("utf-8")
             with companion_path(trace.path, CACHE_FILE) as tmp, open(tmp, "wb") as out:
@@ -161,6 +151,23 @@ def mark_validated(trace: Trace) -> bool:
         return True
     except (OSError, ValueError, TypeError, KeyError, UnicodeDecodeError, json.JSONDecodeError, struct.error, UserError):
         return False
+
+
+def _matching_header(fh: BinaryIO, trace: Trace) -> tuple[dict[str, Any], int] | None:
+    """The JSON header of an index file open at its start, and its length in bytes; None when the
+    file is not an index of this format and version or was built from other table files (the
+    stamp). Leaves `fh` just after the header; malformed JSON raises (the callers' "no index")."""
+    head = fh.read(len(MAGIC) + 8)
+    if len(head) < len(MAGIC) + 8 or head[:len(MAGIC)] != MAGIC:
+        return None
+    (n,) = struct.unpack("<Q", head[len(MAGIC):])
+    if n > 1 << 26:
+        return None
+    header = json.loads(fh.read(n).decode("utf-8"))
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != VERSION \
+            or header.get("stamp") != stamp(trace):
+        return None
+    return header, n
 
 
 def _align(n: int) -> int:

@@ -124,11 +124,16 @@ def search(index: TraceIndex, query: str) -> SearchHits:
             lane, k = index.locate(ref)
             i = lanes.index(lane)
             hits[i] = np.array([k], dtype=np.int64)
-    else:
-        masks = _match_masks(index, q.lower())
-        for i, lane in enumerate(lanes):
-            m = masks.get(lane.events.name)
-            if m is not None:
-                hits[i] = np.flatnonzero(m[lane.lo:lane.hi])
-    starts = [lane.start[h] for lane, h in zip(lanes, hits)]
-    return SearchHits(q, lanes, hits, starts)
+        return SearchHits(q, lanes, hits, [lane.start[h] for lane, h in zip(lanes, hits)])
+    return hits_of_masks(q, lanes, _match_masks(index, q.lower()))
+
+
+def hits_of_masks(query: str, lanes: list[Lane], masks: dict[str, np.ndarray]) -> SearchHits:
+    """Each lane's hits from per-table event masks (`masks[table name]`, one flag per row;
+    a table without a mask has no hits): what the plain and the field search both return."""
+    hits = [np.zeros(0, np.int64)] * len(lanes)
+    for i, lane in enumerate(lanes):
+        m = masks.get(lane.events.name)
+        if m is not None:
+            hits[i] = np.flatnonzero(m[lane.lo:lane.hi])
+    return SearchHits(query, lanes, hits, [lane.start[h] for lane, h in zip(lanes, hits)])
