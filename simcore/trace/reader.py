@@ -177,23 +177,26 @@ def _check_magic(file: Path) -> None:
         raise TraceFormatError(f"{file} is truncated (its Arrow footer is missing).")
 
 
-def _check_buffers(table: pa.Table) -> None:
+def _check_buffers(table: pa.Table, codes: bool = True) -> None:
     """Catch damaged bytes that would crash a consumer later: buffer sizes (cheap), and per
     dictionary column codes within the dictionary and valid UTF-8 (~1 ms per 10M codes,
-    where a full `validate(full=True)` costs ~17 ms)."""
+    where a full `validate(full=True)` costs ~17 ms; but reading the codes of a file not in the
+    page cache costs the disk: ~1 s for a 28M-event trace). `codes=False`: the file passed
+    these checks before, unchanged since (`Trace.files_validated`)."""
     table.validate()
     for col in table.columns:
         if not pa.types.is_dictionary(col.type):
             continue
         for chunk in col.chunks:
             chunk.dictionary.validate(full=True)
-            if len(chunk):  # as unsigned, a negative code is huge: one max() checks both ends
+            if len(chunk) and codes:  # as unsigned, a negative code is huge: one max() checks both ends
                 top = pc.max(chunk.indices.view(pa.uint32())).as_py()
                 if top is not None and top >= len(chunk.dictionary):
                     raise ValueError("dictionary code out of range")
 
 
-def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None, trace_dir: Path | None = None) -> pa.Table:
+def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None, trace_dir: Path | None = None,
+               codes: bool = True) -> pa.Table:
     if trace_dir is not None:
         _check_inside(trace_dir, file)
     _check_magic(file)
@@ -201,7 +204,7 @@ def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None, trace_d
         source = pa.memory_map(str(file), "r")
         table = ipc.open_file(source).read_all()
         table.schema.names  # noqa: B018 - corrupt field names raise here, not in a caller
-        _check_buffers(table)
+        _check_buffers(table, codes)
     except (pa.ArrowException, OSError, UnicodeDecodeError, ValueError) as exc:
         if out_of_memory(exc):  # not the file's fault: say so (CLI and GUI give the memory sentence)
             raise
@@ -247,6 +250,10 @@ class Trace:
         self._files: dict[Path, pa.Table] = {}
         self._checksums = _checksums(path, meta)
         self._verified: set[Path] = set()
+        self.files_validated = False
+        """Set by whoever knows these very files passed `validate` (a timeline index saved after
+        it, whose stamp of the files still matches): reads then skip the dictionary codes' scan,
+        which `validate` did."""
 
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, span={self.duration_ns} ns)"
@@ -317,7 +324,7 @@ class Trace:
             if self.verify_on_read:
                 self._verify(file)
             try:
-                table = self._files[file] = _read_file(file, spec, rows, self.path)
+                table = self._files[file] = _read_file(file, spec, rows, self.path, codes=not self.files_validated)
             except TraceFormatError:
                 if file not in self._verified:  # (checksums off): a damaged file says so, not what broke
                     self._verify(file)
@@ -378,16 +385,20 @@ class Trace:
         """Every table file of the trace (a partitioned table has one per chip), as meta.json names them."""
         return [f for name in S.TABLES for _, f, _ in _table_parts(self.path, self.meta, name)]
 
-    def validate(self) -> None:
+    def validate(self, *, rows_checked: tuple[str, ...] = ()) -> None:
         """Check every table's checksum (when recorded), schema and data invariants, then the ids,
         times and counts across tables and meta.json (simcore.trace.semantics); raises
-        TraceFormatError."""
+        TraceFormatError. `rows_checked`: tables whose every row already passed `check_rows_of`
+        as they were written (a capture checks its big tables batch by batch while they are in
+        memory), so only their schema is checked here."""
         if self.verify_on_read:
             self.verify_checksums()
         for name, spec in S.TABLES.items():
             for _, f, rows in _table_parts(self.path, self.meta, name):
-                V.check_data(f, spec, self._file(f, spec, rows))
-        semantics.check_trace(self.path, self.meta, self.table)
+                table = self._file(f, spec, rows)
+                if name not in rows_checked:
+                    V.check_data(f, spec, table)
+        semantics.check_trace(self.path, self.meta, self.table, rows_checked=rows_checked)
 
     @cached_property
     def tracks(self) -> pa.Table:

@@ -230,12 +230,30 @@ def _end_row(table: pa.Table, start: str, dur: str) -> int:
     return int(hits[0]) if len(hits) else -1
 
 
-def check_trace(path: Path, meta: dict[str, Any], table: Any) -> None:
-    """Every cross-table check; `table(name)` gives a validated table."""
+def check_trace(path: Path, meta: dict[str, Any], table: Any, rows_checked: tuple[str, ...] = ()) -> None:
+    """Every cross-table check; `table(name)` gives a validated table. The tables in
+    `rows_checked` were checked batch by batch as they were written (`check_rows_of`)."""
     hardware = meta.get("hardware")
     check_hardware(path, hardware)
     hardware = hardware if isinstance(hardware, dict) else {}
     n_tracks = check_tracks(path, table("tracks"), hardware)
     for name in S.TABLES:
-        if name != "tracks":
+        if name != "tracks" and name not in rows_checked:
             check_rows(path, name, table(name), n_tracks, hardware)
+
+
+ROWS_CHECKED_ALONE = ("instructions", "dma")
+"""Tables whose rows `check_rows_of` can check one batch at a time: their checks need neither
+meta.json's hardware nor another table but the number of tracks."""
+
+
+def check_rows_of(path: Path, name: str, batch: pa.Table, n_tracks: int) -> None:
+    """The checks `Trace.validate` runs on a table's rows, on one batch of them (one of
+    ROWS_CHECKED_ALONE): the file's data invariants and this module's ids, times and counts.
+    Across batches only the order of starts within a track is left to the caller."""
+    from simcore.trace import validate as V
+
+    if name not in ROWS_CHECKED_ALONE:
+        raise ValueError(f"{name} rows are not checked alone")
+    V.check_data(path, S.spec(name), batch)
+    check_rows(path, name, batch, n_tracks, {})

@@ -14,7 +14,8 @@ from explorer.model.timeline import index_cache, index_capture
 from explorer.model.timeline.index_capture import IndexRecorder
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.ui.loader import load
-from simcore.trace import TraceWriter, open_trace
+from simcore.errors import TraceFormatError
+from simcore.trace import Trace, TraceWriter, open_trace
 
 MODES = ("opcode", "kernel", "op", "layer")
 
@@ -74,25 +75,37 @@ def test_an_index_recorded_while_writing_is_the_built_one(tmp_path):
     assert rec.save(path)
     trace = open_trace(path)
     opened = TraceIndex.open(trace)
-    assert opened.saved is not None and not opened.validated  # written, never validated
+    assert opened.saved is not None and opened.validated  # validated as it was saved
     built = TraceIndex.build(trace)
     assert not built.lanes[1].disjoint and built.lanes[0].disjoint
     _same(opened, built)
 
 
-def test_the_first_open_of_a_recorded_trace_validates_and_uses_the_index(tmp_path):
+def test_the_first_open_of_a_recorded_trace_maps_the_index_without_validating_again(tmp_path, monkeypatch):
     path = tmp_path / "t.trnx"
     rec = IndexRecorder()
     _write(path, _overlapping_tables(), {"instructions": [500]}, rec)
     assert rec.save(path)
-    loaded = load(path)  # validates the trace: the index says it never was
-    assert loaded.index.saved is not None and not loaded.index.validated
-    _same(loaded.index, TraceIndex.build(open_trace(path)))
-    assert loaded.index.save(validated=True)  # what the window does once the trace is on screen
-    reopened = TraceIndex.open(open_trace(path, validate=False))
-    assert reopened.validated  # later opens skip validation
-    _same(reopened, TraceIndex.build(open_trace(path)))
-    assert not reopened.save(validated=True)  # nothing left to do
+    validations = []
+    real = Trace.validate
+    monkeypatch.setattr(Trace, "validate", lambda self: (validations.append(self.path), real(self))[1])
+    loaded = load(path)  # no pass over the tables: the recorder validated them while they were in memory
+    assert validations == [] and loaded.index.saved is not None and loaded.index.validated
+    _same(loaded.index, TraceIndex.build(open_trace(path, validate=False)))
+    assert not loaded.index.save(validated=True)  # nothing left to do
+
+
+def test_a_recorded_trace_that_does_not_validate_is_refused_on_its_first_open(tmp_path):
+    path = tmp_path / "t.trnx"
+    rec = IndexRecorder()
+    tables = _overlapping_tables()
+    tables["instructions"]["flops"] = tables["instructions"]["flops"].copy()
+    tables["instructions"]["flops"][3] = -5  # nothing the index reads, but no trace counts negative FLOPs
+    _write(path, tables, {"instructions": [500]}, rec)
+    assert rec.save(path)
+    assert index_cache.load(open_trace(path, validate=False)).info["validated"] is False
+    with pytest.raises(TraceFormatError, match="negative flops"):
+        load(path)
 
 
 def test_a_table_the_recorder_does_not_understand_leaves_the_index_to_the_first_open(tmp_path):
@@ -111,5 +124,25 @@ def test_trnx_capture_leaves_the_index_beside_the_trace(tmp_path):
     assert res.exit_code == 0, res.output
     trace = open_trace(out)
     saved = index_cache.load(trace)
-    assert saved is not None and saved.info["validated"] is False
+    assert saved is not None and saved.info["validated"] is True
     _same(TraceIndex.open(trace), TraceIndex.build(trace))
+
+
+def test_a_validated_index_spares_rereading_the_codes_until_a_file_changes(tmp_path):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    path = tmp_path / "t.trnx"
+    rec = IndexRecorder()
+    _write(path, _overlapping_tables(), {"instructions": [500]}, rec)
+    assert rec.save(path)
+    assert load(path).index.trace.files_validated  # these very files passed validation
+    f = path / "instructions.arrow"
+    table = ipc.open_file(pa.memory_map(str(f))).read_all().combine_chunks()
+    op = table.column("opcode").chunk(0)
+    bad = pa.DictionaryArray.from_arrays(pa.array([len(op.dictionary) + 7] * len(op), pa.int32()), op.dictionary, safe=False)
+    table = table.set_column(table.schema.get_field_index("opcode"), table.schema.field("opcode"), bad)
+    with pa.OSFile(str(f), "wb") as sink, ipc.new_file(sink, table.schema) as w:  # the file is replaced
+        w.write_table(table)
+    with pytest.raises(TraceFormatError, match="dictionary code out of range"):
+        load(path)
