@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from explorer.model.query import TraceQuery
 
@@ -67,13 +68,28 @@ def _events_sql(grouping: str, window: Window, name: str | None = None) -> str:
     return sql
 
 
+def _quantile_input(q: TraceQuery, grouping: str) -> str:
+    """What the quantiles read: the durations as 32-bit integers when every one fits (the same
+    values, so the same results), else as they are. Exact quantiles keep every value of a group
+    until the end: 4 bytes a value instead of 8 halves that, ~160 MB of the window's peak on a
+    12M-event trace."""
+    for table, *_ in _SOURCES[grouping]:
+        if table not in q.trace.table_names:
+            continue
+        dur = q.trace.table(table).column("dur_ns")
+        if len(dur) and not -2**31 <= pc.min(dur).as_py() <= pc.max(dur).as_py() < 2**31:
+            return "dur_ns"
+    return "CAST(dur_ns AS INTEGER)"
+
+
 def duration_stats(q: TraceQuery, grouping: str = "opcode", window: Window = Window()) -> pd.DataFrame:
     """Per name: count, total_ns, mean_ns, p50_ns, p95_ns, max_ns and the slowest event
     (`slowest_table`, `slowest_id`: an instructions/dma id, kernel_id or op_id, and its start),
     sorted by total time."""
+    d = _quantile_input(q, grouping) if grouping in GROUPINGS else "dur_ns"
     sql = f"""
         SELECT name, count(*) AS count, sum(dur_ns) AS total_ns, avg(dur_ns) AS mean_ns,
-               quantile_cont(dur_ns, 0.5) AS p50_ns, quantile_cont(dur_ns, 0.95) AS p95_ns,
+               quantile_cont({d}, 0.5) AS p50_ns, quantile_cont({d}, 0.95) AS p95_ns,
                max(dur_ns) AS max_ns, arg_max(tbl, dur_ns) AS slowest_table,
                arg_max(ident, dur_ns) AS slowest_id, arg_max(start_ns, dur_ns) AS slowest_start_ns
         FROM ({_events_sql(grouping, window)}) GROUP BY name ORDER BY total_ns DESC, name"""

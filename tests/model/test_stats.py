@@ -58,3 +58,30 @@ def test_histogram_counts_every_event_once_and_its_range_selects_them(q):
     text = duration_query("opcode", "MultiplyMoving", lo, hi)
     hits = field_search(TraceIndex.build(q.trace), text)
     assert hits.count == int(((d >= np.floor(lo)) & (d <= np.ceil(hi))).sum()) >= h.counts[i]
+
+
+def test_quantiles_of_durations_past_32_bits_are_exact(tmp_path):
+    """Durations that fit 32 bits are read as such (less memory, the same values); one that does
+    not keeps the 64-bit values, with quantiles pandas agrees with."""
+    from model.timeline_traces import HARDWARE, timeline_tables
+
+    from simcore.trace import TraceWriter
+
+    results = {}
+    for long in (False, True):
+        t = timeline_tables()
+        k = t["kernels"]
+        k["dur_ns"] = k["dur_ns"].copy()
+        if long:
+            k["dur_ns"][-1] = 3 * 2**31 + 7  # a kernel of 6.4 s
+        path = tmp_path / f"long{long}.trnx"
+        with TraceWriter(path, {"hardware": HARDWARE, "workload": {"name": "tiny-llm", "kind": "model"}}) as w:
+            for name, data in t.items():
+                w.write(name, data)
+        q = TraceQuery(open_trace(path))
+        got = duration_stats(q, "kernel").set_index("name")
+        g = q.trace.to_pandas("kernels").astype({"name": str}).groupby("name")["dur_ns"]
+        assert (got["p50_ns"] == g.quantile(0.5)[got.index]).all() and (got["p95_ns"] == g.quantile(0.95)[got.index]).all()
+        assert (got["max_ns"] == g.max()[got.index]).all()
+        results[long] = got
+    assert results[True]["max_ns"].max() == 3 * 2**31 + 7
