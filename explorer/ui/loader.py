@@ -48,7 +48,7 @@ def load(path: Path, progress=None, colour_mode: str = "opcode") -> LoadedTrace:
         say(0.01, "validating")
         trace.validate()
     else:  # its stamp says these are the files that passed validation: no table's codes are scanned again
-        trace.files_validated = True
+        trace.codes_checked = True
     index = TraceIndex.build(trace, lambda f, m: say(0.25 + 0.6 * f, m), saved=saved)
     say(0.86, "colouring")
     index.colours(colour_mode)

@@ -29,7 +29,8 @@ def check_screenshot_path(path: str | Path) -> Path:
 
 
 def wait_for_analyses(window, timeout_s: float = 600.0) -> None:
-    """Process events until the analysis panels are filled (UserError when the analyses fail)."""
+    """Process events until the analysis panels are filled, and the Statistics panel's query that
+    waits for them (UserError when the analyses fail)."""
     from PySide6.QtWidgets import QApplication
 
     session = window.analysis.session
@@ -45,6 +46,10 @@ def wait_for_analyses(window, timeout_s: float = 600.0) -> None:
         time.sleep(0.005)
     if failed:
         raise UserError(f"the analyses failed: {failed[0]}")
+    stats = getattr(getattr(window, "tools", None), "statistics", None)
+    while stats is not None and stats.busy and time.perf_counter() < deadline:  # it starts once the analyses are shown
+        QApplication.processEvents()
+        time.sleep(0.005)
     for _ in range(5):  # let the panels lay out and paint what they were just given
         QApplication.processEvents()
 

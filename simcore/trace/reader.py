@@ -182,7 +182,7 @@ def _check_buffers(table: pa.Table, codes: bool = True) -> None:
     dictionary column codes within the dictionary and valid UTF-8 (~1 ms per 10M codes,
     where a full `validate(full=True)` costs ~17 ms; but reading the codes of a file not in the
     page cache costs the disk: ~1 s for a 28M-event trace). `codes=False`: the file passed
-    these checks before, unchanged since (`Trace.files_validated`)."""
+    these checks, unchanged since (`Trace.codes_checked`)."""
     table.validate()
     for col in table.columns:
         if not pa.types.is_dictionary(col.type):
@@ -250,10 +250,11 @@ class Trace:
         self._files: dict[Path, pa.Table] = {}
         self._checksums = _checksums(path, meta)
         self._verified: set[Path] = set()
-        self.files_validated = False
-        """Set by whoever knows these very files passed `validate` (a timeline index saved after
-        it, whose stamp of the files still matches): reads then skip the dictionary codes' scan,
-        which `validate` did."""
+        self.codes_checked = False
+        """Set by whoever knows every dictionary code in these very files is within its dictionary:
+        they passed `validate` (a timeline index saved after it, whose stamp of the files still
+        matches), or the codes were checked batch by batch as they were written. Reads then skip
+        the codes' scan."""
 
     def __repr__(self) -> str:
         return f"Trace({str(self.path)!r}, span={self.duration_ns} ns)"
@@ -324,7 +325,7 @@ class Trace:
             if self.verify_on_read:
                 self._verify(file)
             try:
-                table = self._files[file] = _read_file(file, spec, rows, self.path, codes=not self.files_validated)
+                table = self._files[file] = _read_file(file, spec, rows, self.path, codes=not self.codes_checked)
             except TraceFormatError:
                 if file not in self._verified:  # (checksums off): a damaged file says so, not what broke
                     self._verify(file)

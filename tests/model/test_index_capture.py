@@ -136,7 +136,7 @@ def test_a_validated_index_spares_rereading_the_codes_until_a_file_changes(tmp_p
     rec = IndexRecorder()
     _write(path, _overlapping_tables(), {"instructions": [500]}, rec)
     assert rec.save(path)
-    assert load(path).index.trace.files_validated  # these very files passed validation
+    assert load(path).index.trace.codes_checked  # these very files passed validation
     f = path / "instructions.arrow"
     table = ipc.open_file(pa.memory_map(str(f))).read_all().combine_chunks()
     op = table.column("opcode").chunk(0)
@@ -146,3 +146,4 @@ def test_a_validated_index_spares_rereading_the_codes_until_a_file_changes(tmp_p
         w.write_table(table)
     with pytest.raises(TraceFormatError, match="dictionary code out of range"):
         load(path)
+
