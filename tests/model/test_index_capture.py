@@ -144,6 +144,6 @@ def test_a_validated_index_spares_rereading_the_codes_until_a_file_changes(tmp_p
     table = table.set_column(table.schema.get_field_index("opcode"), table.schema.field("opcode"), bad)
     with pa.OSFile(str(f), "wb") as sink, ipc.new_file(sink, table.schema) as w:  # the file is replaced
         w.write_table(table)
-    with pytest.raises(TraceFormatError, match="dictionary code out of range"):
-        load(path)
+    with pytest.raises(TraceFormatError, match="instructions.arrow (is damaged|cannot be read: dictionary code out of range)"):
+        load(path)  # the stamp no longer matches: validated again, and refused
 

@@ -12,10 +12,10 @@ It also validates the trace, so its first open skips that as a reopen does: each
 recorded tables gets the row checks `trnx validate` runs (`semantics.check_rows_of`; starts in
 order across batches are the recorder's own check) while it is in memory, as do every batch's
 dictionary codes (the scan a reader makes of each file), and `save` validates the rest of the
-trace (the small tables, schemas, meta.json) without reading the big tables' data. Validated on first open instead, a
-capture whose pages the page cache had dropped meanwhile was read back from disk before its first
-frame (a 28M-event capture's first open took 3.9 s against 0.5-1 s). An index of a trace that
-does not validate says so, and its first open reports the problem.
+trace (the small tables, schemas, meta.json) without reading the big tables' data. Validated on
+first open instead, a capture whose pages the page cache had dropped meanwhile was read back
+from disk before its first frame (a 28M-event capture's first open took 3.9 s against 0.5-1 s).
+An index of a trace that does not validate says so, and its first open reports the problem.
 
 Anything the recorder does not understand (a partitioned or ungrouped table, starts out of
 order, a negative duration) makes it give up: the index is then built on first open, as before.
