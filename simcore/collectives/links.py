@@ -12,93 +12,19 @@ collective's buffer traffic and the kernels' traffic share the HBM whichever com
 
 The ledger tallies, per chip and slice, the bytes sent over chip-to-chip links (the `Link
 Bandwidth` counter) and the HBM bytes collectives read and wrote (added to the HBM counters;
-compute's own bytes are already in them). Flows are served in the order they are resolved.
+compute's own bytes are already in them). Flows are served in the order they are resolved;
+the progress through the ledger is `timing/fluid.py`'s, the one the DMA/HBM sharing inside a
+chip uses too.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from simcore.jit import njit
+from simcore.timing.fluid import NO_TALLY, advance, advance_one
 
 SLICES_PER_GROWTH = 4096
 LINK_SENT, HBM_READ, HBM_WRITE = 0, 1, 2     # tallies
-NO_TALLY = -1
-
-
-@njit(cache=True, nogil=True)
-def _flow(t, left, W, chip, row, need, tally, frac, used, cap, served, slice_ns):
-    """Advance a flow from time t with `left` of its work to do; returns (t, left). Entry e needs
-    need[e] bytes of (chip[e], row[e]) per unit of work and adds frac[e] of them to tally[e]
-    (HBM_READ also puts the rest in HBM_WRITE). Stops early (left > 0) when it runs past the
-    ledger's slices so the caller can grow them."""
-    n_slices = used.shape[2]
-    j = int(t // slice_ns)
-    while left > 1e-12:
-        if j >= n_slices:
-            return t, left
-        slice_end = (j + 1) * slice_ns
-        avail = slice_end - t
-        if avail <= 1e-9:
-            j += 1
-            continue
-        p = avail / W  # idle progress in the rest of this slice
-        for e in range(need.shape[0]):
-            q = (cap[row[e]] - used[chip[e], row[e], j]) / need[e]
-            if q < p:
-                p = q
-        if p <= 1e-15:
-            t = slice_end
-            j += 1
-            continue
-        rate = p / avail
-        take = left if left <= p else p
-        for e in range(need.shape[0]):
-            b = take * need[e]
-            used[chip[e], row[e], j] += b
-            k = tally[e]
-            if k >= 0:
-                served[chip[e], k, j] += b * frac[e]
-                if k == 1:
-                    served[chip[e], 2, j] += b * (1.0 - frac[e])
-        if left <= p:
-            return t + left / rate, 0.0
-        left -= p
-        t = slice_end
-        j += 1
-    return t, left
-
-
-@njit(cache=True, nogil=True)
-def _one(t, left, W, chip, row, need, used, cap, slice_ns):
-    """`_flow` for a single untallied entry (a stretch of compute on its chip's HBM), without arrays."""
-    n_slices = used.shape[2]
-    j = int(t // slice_ns)
-    while left > 1e-12:
-        if j >= n_slices:
-            return t, left
-        slice_end = (j + 1) * slice_ns
-        avail = slice_end - t
-        if avail <= 1e-9:
-            j += 1
-            continue
-        p = avail / W
-        q = (cap[row] - used[chip, row, j]) / need
-        if q < p:
-            p = q
-        if p <= 1e-15:
-            t = slice_end
-            j += 1
-            continue
-        rate = p / avail
-        take = left if left <= p else p
-        used[chip, row, j] += take * need
-        if left <= p:
-            return t + left / rate, 0.0
-        left -= p
-        t = slice_end
-        j += 1
-    return t, left
 
 
 class LinkLedger:
@@ -112,26 +38,26 @@ class LinkLedger:
         self.link_tiers = self.columns if link_tiers is None else link_tiers   # columns the Link counter counts
         self.hbm = hbm                                                        # the HBM column, if any
         n = max(SLICES_PER_GROWTH, int(np.ceil(horizon_ns / self.slice_ns)) + 1)
-        # rows: column k out = 2k, in = 2k + 1; zeros are allocated lazily by the OS, so slices no
-        # flow touches cost no memory
-        self.used = np.zeros((chips, 2 * self.columns, n))
-        self.served = np.zeros((chips, 3, n))
-        self.cap = np.repeat(np.asarray(capacity, np.float64) * self.slice_ns, 2)
+        # rows: chip c's column k out = c x R + 2k, in = c x R + 2k + 1 (R = 2 x columns); tallies: c x 3 + k
+        self.rows = 2 * self.columns
+        self.used = np.zeros((chips * self.rows, n))
+        self.served = np.zeros((chips * 3, n))
+        self.cap = np.tile(np.repeat(np.asarray(capacity, np.float64) * self.slice_ns, 2), chips)
 
     def _grow(self) -> None:
-        n = self.used.shape[2]
-        self.used = np.concatenate([self.used, np.zeros((self.chips, 2 * self.columns, n))], axis=2)
-        self.served = np.concatenate([self.served, np.zeros((self.chips, 3, n))], axis=2)
+        self.used = np.concatenate([self.used, np.zeros_like(self.used)], axis=1)
+        self.served = np.concatenate([self.served, np.zeros_like(self.served)], axis=1)
 
-    def _run(self, t: float, W: float, chip: np.ndarray, row: np.ndarray, need: np.ndarray, tally: np.ndarray,
-             frac: np.ndarray) -> float:
+    def _run(self, t: float, W: float, res: np.ndarray, need: np.ndarray, tally: np.ndarray, frac: np.ndarray,
+             rest: np.ndarray) -> float:
         keep = need > 0
-        chip, row, need, tally, frac = chip[keep], row[keep], need[keep], tally[keep], frac[keep]
+        res, need, tally, frac, rest = res[keep], need[keep], tally[keep], frac[keep], rest[keep]
         if not len(need):
             return t + W
         left = 1.0
         while True:
-            t, left = _flow(t, left, W, chip, row, need, tally, frac, self.used, self.cap, self.served, self.slice_ns)
+            t, left = advance(t, left, W, 0.0, self.slice_ns, self.used, self.cap, res, need, tally, frac, rest,
+                              self.served, len(need))
             if left <= 1e-12:
                 return t
             self._grow()
@@ -152,18 +78,25 @@ class LinkLedger:
             np.add.at(i, inv, inn)
             out, inn = o, i
         k = np.arange(out.shape[1])
-        chip = np.repeat(chips, 2 * len(k))
-        row = np.tile(np.concatenate([2 * k, 2 * k + 1]), len(chips)).astype(np.int64)
+        res = (np.repeat(chips * self.rows, 2 * len(k))
+               + np.tile(np.concatenate([2 * k, 2 * k + 1]), len(chips))).astype(np.int64)
         need = np.concatenate([out, inn], axis=1).ravel()
         col_tally = np.full(len(k), NO_TALLY, np.int64)
         col_tally[:self.link_tiers] = LINK_SENT
         col_frac = np.ones(len(k))
+        col_rest = np.full(len(k), NO_TALLY, np.int64)
         if self.hbm is not None and self.hbm < len(k):
             col_tally[self.hbm] = HBM_READ
             col_frac[self.hbm] = hbm_read
-        tally = np.tile(np.concatenate([col_tally, np.full(len(k), NO_TALLY, np.int64)]), len(chips))
+            col_rest[self.hbm] = HBM_WRITE
+        untallied = np.full(len(k), NO_TALLY, np.int64)
+        base = np.repeat(chips * 3, 2 * len(k))
+        tally = np.tile(np.concatenate([col_tally, untallied]), len(chips))
+        rest = np.tile(np.concatenate([col_rest, untallied]), len(chips))
+        tally = np.where(tally >= 0, base + tally, NO_TALLY)
+        rest = np.where(rest >= 0, base + rest, NO_TALLY)
         frac = np.tile(np.concatenate([col_frac, np.ones(len(k))]), len(chips))
-        return self._run(t, W, chip, row, need, tally, frac)
+        return self._run(t, W, res, need, tally, frac, rest)
 
     def compute(self, t: float, W: float, chip: int, hbm_bytes: float) -> float:
         """End of a stretch of compute starting at t that moves `hbm_bytes` through its chip's HBM and
@@ -172,17 +105,18 @@ class LinkLedger:
         if W <= 0 or self.hbm is None or hbm_bytes <= 0:
             return t + max(W, 0.0)
         left = 1.0
+        row = int(chip) * self.rows + 2 * self.hbm
         while True:
-            t, left = _one(float(t), left, float(W), int(chip), 2 * self.hbm, float(hbm_bytes), self.used, self.cap,
-                           self.slice_ns)
+            t, left = advance_one(float(t), left, float(W), 0.0, self.slice_ns, self.used, self.cap, row,
+                                  float(hbm_bytes))
             if left <= 1e-12:
                 return t
             self._grow()
 
     def sent(self, chip: int) -> np.ndarray:
         """Bytes chip sent per slice over its chip-to-chip links (all link tiers)."""
-        return self.served[chip, LINK_SENT]
+        return self.served[chip * 3 + LINK_SENT]
 
     def hbm_bytes(self, chip: int) -> tuple[np.ndarray, np.ndarray]:
         """HBM bytes the chip's collectives read and wrote per slice."""
-        return self.served[chip, HBM_READ], self.served[chip, HBM_WRITE]
+        return self.served[chip * 3 + HBM_READ], self.served[chip * 3 + HBM_WRITE]

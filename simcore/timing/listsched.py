@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simcore.jit import njit
+from simcore.timing.fluid import NO_TALLY, advance
 
 
 @dataclass
@@ -34,63 +35,21 @@ class Throttle:
 
 
 @njit(cache=True, nogil=True)
-def _serve(s, need, frac, g, hr, rf, w, core_led, chip_led, served_r, served_w, t0, slice_ns, n_slices, overflow):
-    """End of a transfer needing `need` ns of its core's whole DMA engine set, started at `s`, that
-    can use at most `frac` of the set at once (the engines its partitions map to) and moves `hr`
-    HBM bytes per engine-set-ns for each of `w` identical cores. It takes what capacity is left in
-    each time slice of its core's engines and of the chip's HBM (fluid sharing).
-    A transfer running past the ledger's last slice sets `overflow[0]`: the caller must
-    schedule again with a longer ledger (nothing may move unaccounted)."""
-    t = s
-    j = int((t - t0) // slice_ns)
-    while need > 1e-9:
-        if j >= n_slices:
-            overflow[0] = 1
-            return t + need
-        slice_end = t0 + (j + 1) * slice_ns
-        avail = slice_end - t
-        if avail <= 1e-9:
-            j += 1
-            continue
-        u = avail * frac
-        if core_led[g, j] < u:
-            u = core_led[g, j]
-        if hr > 0.0:
-            c = chip_led[j] / (hr * w)
-            if c < u:
-                u = c
-        if u <= 1e-12:
-            t = slice_end
-            j += 1
-            continue
-        rho = u / avail  # share of the engines this transfer gets for the rest of the slice
-        if need <= u:
-            core_led[g, j] -= need
-            moved = need * hr * w
-            chip_led[j] -= moved
-            served_r[j] += moved * rf
-            served_w[j] += moved * (1.0 - rf)
-            return t + need / rho
-        core_led[g, j] -= u
-        moved = u * hr * w
-        chip_led[j] -= moved
-        served_r[j] += moved * rf
-        served_w[j] += moved * (1.0 - rf)
-        need -= u
-        t = slice_end
-        j += 1
-    return t
-
-
-@njit(cache=True, nogil=True)
-def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read_frac, eng_frac, weight, n_queues, t0,
-              thr_start, thr_ramp, thr_cool, busy_since, last_end,
-              core_led, chip_led, served_r, served_w, slice_ns, n_slices, overflow):
+def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_bytes, read_frac, eng_frac, weight, n_queues, t0,
+              thr_start, thr_ramp, thr_cool, busy_since, last_end, used, cap, served, slice_ns, overflow):
     n = queue.shape[0]
     start = np.empty(n, np.float64)
     end = np.empty(n, np.float64)
     rate = np.ones(n, np.float32)
     qfree = np.full(n_queues, t0, np.float64)
+    # a transfer's ledger entries: its core's DMA engines (row g), then the chip's HBM (the last row),
+    # whose bytes are tallied as reads (served row 0) and writes (row 1)
+    hbm_row = used.shape[0] - 1
+    res = np.zeros(2, np.int64)
+    need = np.zeros(2, np.float64)
+    tally = np.array([NO_TALLY, 0], np.int64)
+    rest = np.array([NO_TALLY, 1], np.int64)
+    frac = np.ones(2, np.float64)
     for i in range(n):
         r = t0
         for j in range(dep_ptr[i], dep_ptr[i + 1]):
@@ -116,10 +75,18 @@ def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read
             rate[i] = rt
             d = d / rt
         g = dma_grp[i]
-        if g >= 0 and n_slices > 0:
-            f = eng_frac[i]
-            e = _serve(s, d * f, f, g, hbm_rate[i], read_frac[i], weight[g], core_led, chip_led, served_r, served_w,
-                       t0, slice_ns, n_slices, overflow)
+        if g >= 0 and used.shape[1] > 0 and d > 0.0:
+            # it can use at most eng_frac of its core's engines at once (those its partitions map to)
+            res[0] = g
+            need[0] = d * eng_frac[i]
+            res[1] = hbm_row
+            need[1] = hbm_bytes[i] * weight[g]
+            frac[1] = read_frac[i]
+            e, left = advance(s, 1.0, d, t0, slice_ns, used, cap, res, need, tally, frac, rest, served,
+                              2 if need[1] > 0.0 else 1)
+            if left > 1e-12:  # ran past the ledger: the caller schedules again with a longer one
+                overflow[0] = 1
+                e += left * d
         else:
             e = s + d
         start[i] = s
@@ -132,28 +99,43 @@ def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_rate, read
 
 @dataclass
 class Sharing:
-    """Capacity ledgers for DMA sharing: per group (core) engine-ns and chip HBM bytes per slice."""
+    """Fluid ledgers (`timing/fluid.py`) for DMA sharing: rows 0..G-1 are the groups' (cores') DMA
+    engine-ns, the last row the chip's HBM bytes, per time slice."""
 
     dma_grp: np.ndarray     # int32 per instruction: its group for DMA transfers, -1 otherwise
-    hbm_rate: np.ndarray    # float64 HBM bytes per engine-set-ns of each transfer (its bytes / (dur x eng_frac))
+    hbm_bytes: np.ndarray   # float64 HBM bytes each transfer moves (for one core of its group)
     read_frac: np.ndarray   # float64 share of those bytes that are reads
-    weight: np.ndarray      # float64 identical cores each group stands for
-    core_led: np.ndarray    # (groups, slices) engine-ns left
-    chip_led: np.ndarray    # (slices,) HBM bytes left
+    weight: np.ndarray      # float64 identical cores each group stands for (their HBM bytes add up)
+    used: np.ndarray        # (groups + 1, slices) engine-ns / HBM bytes taken
+    cap: np.ndarray         # (groups + 1,) what each row offers per slice
     slice_ns: float
-    served_r: np.ndarray | None = None  # (slices,) HBM bytes read per slice (filled by the scheduler)
-    served_w: np.ndarray | None = None
+    served: np.ndarray | None = None    # (2, slices) HBM bytes read and written per slice (filled by the scheduler)
     overflow: np.ndarray | None = None  # (1,) set when a transfer ran past the last slice
     eng_frac: np.ndarray | None = None  # float64 per instruction: share of its core's DMA engines a transfer uses (1)
 
     def __post_init__(self) -> None:
-        if self.served_r is None:
-            self.served_r = np.zeros(self.chip_led.shape[0])
-            self.served_w = np.zeros(self.chip_led.shape[0])
+        if self.served is None:
+            self.served = np.zeros((2, self.used.shape[1]))
         if self.overflow is None:
             self.overflow = np.zeros(1, np.int64)
         if self.eng_frac is None:
             self.eng_frac = np.ones(self.dma_grp.shape[0])
+
+    @staticmethod
+    def ledger(groups: int, slices: int, slice_ns: float, hbm_bytes_per_ns: float) -> tuple[np.ndarray, np.ndarray]:
+        """Empty ledger rows and their capacities: each core's DMA engine set offers one engine-ns per
+        ns, the chip's HBM its bandwidth."""
+        cap = np.full(groups + 1, slice_ns, np.float64)
+        cap[-1] = hbm_bytes_per_ns * slice_ns
+        return np.zeros((groups + 1, slices)), cap
+
+    @property
+    def served_r(self) -> np.ndarray:
+        return self.served[0]
+
+    @property
+    def served_w(self) -> np.ndarray:
+        return self.served[1]
 
     @property
     def overflowed(self) -> bool:
@@ -161,7 +143,7 @@ class Sharing:
 
     @staticmethod
     def none(n: int) -> "Sharing":
-        return Sharing(np.full(n, -1, np.int32), np.zeros(n), np.zeros(n), np.ones(1), np.zeros((1, 0)), np.zeros(0), 1.0)
+        return Sharing(np.full(n, -1, np.int32), np.zeros(n), np.zeros(n), np.ones(1), np.zeros((1, 0)), np.ones(1), 1.0)
 
 
 def schedule(
@@ -198,12 +180,11 @@ def schedule(
         np.ascontiguousarray(queue, np.int32), np.ascontiguousarray(dur, np.float64),
         np.ascontiguousarray(lat, np.float64), np.ascontiguousarray(dep_ptr, np.int64),
         np.ascontiguousarray(dep_idx, np.int64), np.ascontiguousarray(thr_id, np.int32),
-        np.ascontiguousarray(sharing.dma_grp, np.int32), np.ascontiguousarray(sharing.hbm_rate, np.float64),
+        np.ascontiguousarray(sharing.dma_grp, np.int32), np.ascontiguousarray(sharing.hbm_bytes, np.float64),
         np.ascontiguousarray(sharing.read_frac, np.float64), np.ascontiguousarray(sharing.eng_frac, np.float64),
         np.ascontiguousarray(sharing.weight, np.float64), int(n_queues), float(t0),
         float(throttle.start_fraction), float(throttle.ramp_ns), float(throttle.cooldown_ns), busy, last,
-        sharing.core_led, sharing.chip_led, sharing.served_r, sharing.served_w, float(sharing.slice_ns),
-        int(sharing.chip_led.shape[0]), sharing.overflow,
+        sharing.used, sharing.cap, sharing.served, float(sharing.slice_ns), sharing.overflow,
     )
     return start, end, rate, (busy, last)
 

@@ -4,7 +4,7 @@ Cores that run identical kernels (the usual case: an op split evenly over the co
 simulated once and weighted by how many cores they stand for, so a chip of 8 symmetric
 cores costs one core's simulation while HBM still sees all 8 cores' traffic.
 
-Sharing is fluid over time slices: each core's 16 DMA engines give `slice` ns of engine-set
+Sharing is fluid over time slices (`timing/fluid.py`): each core's 16 DMA engines give `slice` ns of engine-set
 time per slice (a transfer on few partitions uses only the engines they map to, so it takes
 at most that share of it) and the chip's HBM gives bandwidth x slice bytes; a transfer takes what
 is left of both in each slice it spans (a representative core takes it `weight` times
@@ -125,13 +125,14 @@ def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t
         while True:
             slice_ns = max(MIN_SLICE_NS, horizon / MAX_SLICES)
             n_slices = int(np.ceil(horizon / slice_ns))
+            used, cap = Sharing.ledger(G, n_slices, slice_ns, hw.hbm_bytes_per_ns)
             sharing = Sharing(
                 dma_grp=np.where(is_dma, g_sorted, -1).astype(np.int32),
-                hbm_rate=np.where(is_dma, hbm / np.maximum(dur * eng_frac, 1e-9), 0.0),
+                hbm_bytes=np.where(is_dma, hbm, 0.0),
                 read_frac=np.where(hbm > 0, hbm_r / np.maximum(hbm, 1.0), 0.0),
                 weight=w,
-                core_led=np.full((G, n_slices), slice_ns, np.float64),
-                chip_led=np.full(n_slices, hw.hbm_bytes_per_ns * slice_ns, np.float64),
+                used=used,
+                cap=cap,
                 slice_ns=slice_ns,
                 eng_frac=eng_frac,
             )
