@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from simcore.trace.commit import CommitOrAbort
 from simcore.trace.writer import TableData, TraceWriter
 
 
@@ -28,7 +29,7 @@ def _nbytes(data: TableData) -> int:
     return int(getattr(data, "nbytes", 0))
 
 
-class BackgroundWriter:
+class BackgroundWriter(CommitOrAbort):
     """`write` queues rows for `writer` on a thread; `close` waits for them and closes the writer.
 
     An error on the thread is raised by the next `write`, `drain` or `close`; `abort` drops what
@@ -117,12 +118,3 @@ class BackgroundWriter:
                 self._queued -= n
                 self._busy = False
                 self._cond.notify_all()
-
-    def __enter__(self) -> BackgroundWriter:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()

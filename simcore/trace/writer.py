@@ -24,6 +24,7 @@ from simcore.errors import UserError
 from simcore.tempfiles import sibling
 from simcore.trace import schema as S
 from simcore.trace.checksum import HashingFile
+from simcore.trace.commit import CommitOrAbort
 from simcore.trace.target import check_target, clean_directory, install
 
 COMPRESSIONS = (None, "lz4", "zstd")
@@ -165,7 +166,7 @@ class _TableFile:
         return self.raw.checksum
 
 
-class TraceWriter:
+class TraceWriter(CommitOrAbort):
     """Write a trace directory `NAME.trnx/` atomically.
 
     >>> with TraceWriter("run.trnx", meta={"hardware": hw, "workload": wl}) as w:
@@ -320,15 +321,6 @@ class TraceWriter:
         self._files.clear()
         shutil.rmtree(self._tmp, ignore_errors=True)
         self._closed = True
-
-    def __enter__(self) -> TraceWriter:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def write_trace(
