@@ -1,15 +1,19 @@
 """Run `trnx` in-process through its real entry point (`explorer.cli.main.main`), error handling
-included: exit code, stdout and stderr as a user sees them, without a subprocess's startup cost."""
+included: exit code, stdout and stderr as a user sees them, without a subprocess's startup cost.
+
+The tests' one in-process runner: `trnx(...)` here, or the `trnx` fixture (tests/conftest.py) that
+hands it to a test; `one_sentence` / `one_sentence_error` check the bad-input contract."""
 
 from __future__ import annotations
 
 import contextlib
 import io
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass
-class Result:
+class Result(NamedTuple):
+    """What a user sees of one command (unpacks as code, out, err)."""
+
     code: int
     out: str
     err: str
@@ -29,10 +33,16 @@ def trnx(*args: str) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
+def one_sentence(err: str) -> str:
+    """The one line of a refusal's stderr, `trnx: error: ...` (asserting it is one line, no traceback)."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("trnx: error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
 def one_sentence_error(result: Result) -> str:
     """The error sentence of a run that refused its input: exit 2, one line `trnx: error: ...`."""
     assert result.code == 2, (result.code, result.err[-2000:])
-    lines = result.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("trnx: error: "), result.err
-    assert lines[0].rstrip().endswith((".", ")")) and "Traceback" not in result.err
-    return lines[0].removeprefix("trnx: error: ")
+    line = one_sentence(result.err)
+    assert line.rstrip().endswith((".", ")")), result.err
+    return line.removeprefix("trnx: error: ")

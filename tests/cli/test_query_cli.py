@@ -18,14 +18,8 @@ DECODE = SAMPLES / "llama3.1-8b-decode.trnx"
 TP16 = SAMPLES / "llama3.1-70b-tp16-straggler.trnx"  # tables partitioned per chip
 
 
-def trnx(capsys, *args: object) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `trnx ARGS`, run in this process (tests/clirun.py)."""
-    r = clirun.trnx(*map(str, args))
-    return r.code, r.out, r.err
-
-
 def test_group_by_equals_pandas(capsys):
-    code, out, err = trnx(capsys, "query", DECODE, "SELECT opcode, count(*) AS n, sum(dur_ns) AS total, "
+    code, out, err = clirun.trnx("query", DECODE, "SELECT opcode, count(*) AS n, sum(dur_ns) AS total, "
                           "avg(dur_ns) AS mean, max(dur_ns) AS longest FROM instructions GROUP BY opcode", "--json")
     assert code == 0, err
     got = pd.DataFrame(json.loads(out)).set_index("opcode").sort_index()
@@ -41,7 +35,7 @@ def test_group_by_equals_pandas(capsys):
 def test_join_over_partitioned_tables_equals_pandas(capsys):
     sql = ("SELECT o.name AS op, c.chip, sum(c.wait_ns) AS wait FROM collectives c JOIN ops o USING (op_id) "
            "GROUP BY 1, 2 ORDER BY 1, 2")
-    code, out, err = trnx(capsys, "query", TP16, sql, "--csv")
+    code, out, err = clirun.trnx("query", TP16, sql, "--csv")
     assert code == 0, err
     got = pd.read_csv(io.StringIO(out))
     t = open_trace(TP16)
@@ -57,14 +51,14 @@ def test_join_over_partitioned_tables_equals_pandas(capsys):
 
 
 def test_text_table_and_parquet_output(capsys, tmp_path):
-    code, out, _ = trnx(capsys, "query", DECODE, "SELECT name, dur_ns FROM kernels ORDER BY dur_ns DESC", "--rows", "3")
+    code, out, _ = clirun.trnx("query", DECODE, "SELECT name, dur_ns FROM kernels ORDER BY dur_ns DESC", "--rows", "3")
     lines = out.splitlines()
     k = open_trace(DECODE).to_pandas("kernels").sort_values("dur_ns", ascending=False)
     assert code == 0 and lines[0].split() == ["name", "dur_ns"]
     assert lines[2].split() == [str(k["name"].iloc[0]), str(k["dur_ns"].iloc[0])]
     assert f"{len(k) - 3:,} more rows" in lines[-1]
     target = tmp_path / "slow.parquet"
-    code, _, err = trnx(capsys, "query", DECODE, "SELECT * FROM kernels WHERE dur_ns > 10000", "-o", target)
+    code, _, err = clirun.trnx("query", DECODE, "SELECT * FROM kernels WHERE dur_ns > 10000", "-o", target)
     assert code == 0 and "wrote" in err
     back = pq.read_table(target).to_pandas()
     assert len(back) == (k["dur_ns"] > 10000).sum() and set(back["dur_ns"]) == set(k.loc[k["dur_ns"] > 10000, "dur_ns"])
@@ -81,12 +75,12 @@ def test_text_table_and_parquet_output(capsys, tmp_path):
     ("SELECT * FROM read_csv('/etc/passwd')", "not other files"),
 ])
 def test_bad_or_writing_sql_is_one_sentence_exit_2(capsys, sql, says):
-    code, out, err = trnx(capsys, "query", DECODE, sql)
+    code, out, err = clirun.trnx("query", DECODE, sql)
     assert code == 2 and out == ""
     assert err.startswith("trnx: error: ") and says in err and len(err.strip().splitlines()) == 1
 
 
 def test_copy_cannot_write_a_file(capsys, tmp_path):
     target = tmp_path / "leak.csv"
-    code, _, err = trnx(capsys, "query", DECODE, f"COPY kernels TO '{target}'")
+    code, _, err = clirun.trnx("query", DECODE, f"COPY kernels TO '{target}'")
     assert code == 2 and "read-only" in err and not target.exists()

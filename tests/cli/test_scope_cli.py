@@ -17,14 +17,8 @@ from explorer.model.analysis.summary import summarize
 from simcore.trace import open_trace
 
 
-def trnx(capsys, *args: object) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `trnx ARGS`, run in this process (tests/clirun.py)."""
-    r = clirun.trnx(*map(str, args))
-    return r.code, r.out, r.err
-
-
 def trnx_json(capsys, *args) -> dict:
-    code, out, err = trnx(capsys, *args, "--json")
+    code, out, err = clirun.trnx(*args, "--json")
     assert code == 0, err
     return json.loads(out)
 
@@ -58,17 +52,17 @@ def test_summary_cores_and_tracks(basic, capsys):
 
 def test_export_range_units_and_chips(basic, tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    assert trnx(capsys, "export", basic, "--format", "chrome-json", "-o", a, "--range", "1000:3050", "--cores", "0")[0] == 0
-    assert trnx(capsys, "export", basic, "--format", "chrome-json", "-o", b, "--range", "1us:3.05us", "--cores", "0")[0] == 0
+    assert clirun.trnx("export", basic, "--format", "chrome-json", "-o", a, "--range", "1000:3050", "--cores", "0")[0] == 0
+    assert clirun.trnx("export", basic, "--format", "chrome-json", "-o", b, "--range", "1us:3.05us", "--cores", "0")[0] == 0
     assert a.read_bytes() == b.read_bytes()
     events = json.loads(a.read_text())["traceEvents"]
     assert all(e["ts"] < 3.05 and e["ts"] + e.get("dur", 0) > 1 for e in events if e["ph"] == "X")
     csv = tmp_path / "k.csv"
-    assert trnx(capsys, "export", basic, "--format", "csv", "--table", "kernels", "--chips", "1", "-o", csv)[0] == 0
+    assert clirun.trnx("export", basic, "--format", "csv", "--table", "kernels", "--chips", "1", "-o", csv)[0] == 0
     rows = csv.read_text().splitlines()
     chip = rows[0].split(",").index('"chip"')
     assert len(rows) > 1 and {r.split(",")[chip] for r in rows[1:]} == {"1"}
-    code, _, err = trnx(capsys, "export", basic, "--format", "csv", "--table", "flows", "--range", "0:1us", "-o", tmp_path / "f.csv")
+    code, _, err = clirun.trnx("export", basic, "--format", "csv", "--table", "flows", "--range", "0:1us", "-o", tmp_path / "f.csv")
     assert code == 2 and "the flows table has no times, so --range does not apply to it." in err
 
 
@@ -97,7 +91,7 @@ def test_bad_selection_is_one_sentence_and_exit_2(basic, tmp_path, capsys, comma
     out = tmp_path / "out.json"
     argv = {"summary": ["summary", basic], "diff": ["diff", basic, basic],
             "export": ["export", basic, "--format", "chrome-json", "-o", out]}[command]
-    code, _, err = trnx(capsys, *argv, *args)
+    code, _, err = clirun.trnx(*argv, *args)
     assert code == 2, err
     assert err.startswith("trnx: error: ") and fragment in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1

@@ -16,31 +16,11 @@ from pathlib import Path
 import pytest
 
 import simcore.capture.engine as engine
-from explorer.cli.main import main
 from interop.kineto_samples import write_ranks
 from simcore.trace import open_trace
+from clirun import one_sentence
 
 GEMM = ["capture", "-w", "gemm", "--shape", "256,256,256", "-q"]
-
-
-@pytest.fixture
-def trnx(capsys):
-    """Run `trnx ARGS` in this process: (exit code, stderr)."""
-    def run(*args: object) -> tuple[int, str]:
-        capsys.readouterr()
-        try:
-            main([str(a) for a in args])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        return code, capsys.readouterr().err
-    return run
-
-
-def one_sentence(err: str) -> str:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("trnx: error: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -73,30 +53,34 @@ def test_overwrite_refuses_what_is_not_a_trace_and_touches_nothing(trnx, tmp_pat
     out = tmp_path / "d"
     make(out)
     before = tree(tmp_path)
-    code, err = trnx(*GEMM, "-o", out, "--overwrite")
+    code, _, err = trnx(*GEMM, "-o", out, "--overwrite")
     assert code == 2 and why in one_sentence(err)
     assert "--overwrite replaces only a trace trnx wrote, so it was left alone" in err
     assert tree(tmp_path) == before  # nothing removed, nothing left behind
 
 
-def test_overwrite_refuses_a_symlink_even_to_a_trace(trnx, tmp_path):
+def _symlink_to_a_trace(trnx, tmp_path: Path) -> Path:
     real = tmp_path / "real.trnx"
     assert trnx(*GEMM, "-o", real)[0] == 0
     link = tmp_path / "link.trnx"
     link.symlink_to(real.name)
-    before = tree(tmp_path)
-    code, err = trnx(*GEMM, "-o", link, "--overwrite")
-    assert code == 2 and f"{link} is a symbolic link" in one_sentence(err)
-    assert tree(tmp_path) == before
+    return link
 
 
-def test_overwrite_refuses_a_trace_holding_a_users_file(trnx, tmp_path):
+def _trace_holding_a_users_file(trnx, tmp_path: Path) -> Path:
     out = tmp_path / "run.trnx"
     assert trnx(*GEMM, "-o", out)[0] == 0
     (out / "notes.txt").write_text("my analysis")
+    return out
+
+
+@pytest.mark.parametrize("prepare, says", [(_symlink_to_a_trace, "{out} is a symbolic link"),
+                                           (_trace_holding_a_users_file, "{out} holds notes.txt, which trnx did not write")])
+def test_overwrite_refuses_a_symlink_or_a_trace_holding_a_users_file(trnx, tmp_path, prepare, says):
+    out = prepare(trnx, tmp_path)
     before = tree(tmp_path)
-    code, err = trnx(*GEMM, "-o", out, "--overwrite")
-    assert code == 2 and f"{out} holds notes.txt, which trnx did not write" in one_sentence(err)
+    code, _, err = trnx(*GEMM, "-o", out, "--overwrite")
+    assert code == 2 and says.format(out=out) in one_sentence(err)
     assert tree(tmp_path) == before
 
 
@@ -104,7 +88,7 @@ def test_overwrite_replaces_a_trace_of_ours_with_its_index_cache(trnx, tmp_path)
     out = tmp_path / "run.trnx"
     assert trnx(*GEMM, "-o", out)[0] == 0
     (out / "timeline-index.cache").write_bytes(b"the tool's own disposable file")
-    code, err = trnx("capture", "-w", "gemm", "--shape", "512,256,256", "-q", "-o", out, "--overwrite")
+    code, _, err = trnx("capture", "-w", "gemm", "--shape", "512,256,256", "-q", "-o", out, "--overwrite")
     assert code == 0, err
     assert capture_rows(out) == 512
     assert not (out / "timeline-index.cache").exists()
@@ -116,7 +100,7 @@ def test_import_overwrite_follows_the_same_rules(trnx, tmp_path):
     out = tmp_path / "run.trnx"
     out.mkdir()
     (out / "keep.me").write_text("x")
-    code, err = trnx("import", *paths, "-o", out, "--overwrite")
+    code, _, err = trnx("import", *paths, "-o", out, "--overwrite")
     assert code == 2 and "is not a trace trnx wrote" in one_sentence(err)
     assert (out / "keep.me").read_text() == "x" and len(list(out.iterdir())) == 1
     out2 = tmp_path / "imported.trnx"
@@ -139,7 +123,7 @@ def _meanwhile(monkeypatch, action):
 def test_a_directory_that_appears_during_the_capture_is_left_alone(trnx, tmp_path, monkeypatch):
     out = tmp_path / "results"
     _meanwhile(monkeypatch, lambda: (out.mkdir(), (out / "notes.txt").write_text("mine")))
-    code, err = trnx(*GEMM, "-o", out)
+    code, _, err = trnx(*GEMM, "-o", out)
     assert code == 2 and f"{out} appeared while this trace was being written" in one_sentence(err)
     assert tree(tmp_path) == {"results": "/", "results/notes.txt": tree(out)["notes.txt"]}
 
@@ -148,7 +132,7 @@ def test_a_file_added_to_the_old_trace_during_an_overwrite_keeps_both(trnx, tmp_
     out = tmp_path / "results.trnx"
     assert trnx(*GEMM, "-o", out)[0] == 0
     _meanwhile(monkeypatch, lambda: (out / "notes.txt").write_text("mine"))
-    code, err = trnx("capture", "-w", "gemm", "--shape", "512,256,256", "-q", "-o", out, "--overwrite")
+    code, _, err = trnx("capture", "-w", "gemm", "--shape", "512,256,256", "-q", "-o", out, "--overwrite")
     assert code == 2 and f"{out} holds notes.txt" in one_sentence(err)
     assert (out / "notes.txt").read_text() == "mine" and capture_rows(out) == 256  # the old trace, whole
     assert [p.name for p in tmp_path.iterdir()] == ["results.trnx"]
@@ -163,7 +147,7 @@ def test_a_file_replacing_the_old_trace_during_an_overwrite_is_left_alone(trnx, 
         shutil.rmtree(out)
         out.write_text("a file now")
     _meanwhile(monkeypatch, swap)
-    code, err = trnx(*GEMM, "-o", out, "--overwrite")
+    code, _, err = trnx(*GEMM, "-o", out, "--overwrite")
     assert code == 2 and f"{out} is a file, not a trace" in one_sentence(err)
     assert out.read_text() == "a file now"
     assert [p.name for p in tmp_path.iterdir()] == ["results.trnx"]
@@ -209,7 +193,7 @@ def small(trnx, tmp_path):
 @pytest.mark.parametrize("where", ["meta.json", "tracks.arrow", "new.csv", "../t.trnx/x.csv"])
 def test_export_never_writes_inside_a_trace(trnx, small, where):
     before = tree(small.parent)
-    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", small / where, "--overwrite")
+    code, _, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", small / where, "--overwrite")
     assert code == 2 and "trnx never writes into a trace directory" in one_sentence(err)
     assert tree(small.parent) == before
     open_trace(small)
@@ -217,7 +201,7 @@ def test_export_never_writes_inside_a_trace(trnx, small, where):
 
 def test_export_into_a_trace_through_a_symlinked_directory_is_refused(trnx, small, tmp_path):
     (tmp_path / "alias").symlink_to(small.name)
-    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", tmp_path / "alias" / "meta.json",
+    code, _, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", tmp_path / "alias" / "meta.json",
                      "--overwrite")
     assert code == 2 and f"is inside the trace {small.resolve()}" in one_sentence(err)
     open_trace(small)
@@ -226,7 +210,7 @@ def test_export_into_a_trace_through_a_symlinked_directory_is_refused(trnx, smal
 def test_export_refuses_an_existing_file_without_overwrite(trnx, small, tmp_path):
     out = tmp_path / "tracks.csv"
     out.write_text("my spreadsheet")
-    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out)
+    code, _, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out)
     assert code == 2 and f"{out} already exists; choose another name or pass --overwrite." in one_sentence(err)
     assert out.read_text() == "my spreadsheet"
     assert trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out, "--overwrite")[0] == 0
@@ -242,7 +226,7 @@ def test_export_with_overwrite_never_replaces_a_directory_or_a_symlink(trnx, sma
     (tmp_path / "link").symlink_to("target.txt")
     before = tree(tmp_path)
     for out, why in ((tmp_path / "dir", "directory"), (tmp_path / "link", "symbolic link")):
-        code, err = trnx("export", small, "--table", "tracks", "--format", fmt, "-o", out, "--overwrite")
+        code, _, err = trnx("export", small, "--table", "tracks", "--format", fmt, "-o", out, "--overwrite")
         sentence = one_sentence(err)
         assert code == 2 and (why in sentence or "already exists" in sentence), sentence
     assert tree(tmp_path) == before
@@ -258,14 +242,14 @@ def test_a_file_that_appears_during_an_export_is_left_alone(small, tmp_path, mon
         out.write_text("appeared")
         return real(*args, **kwargs)
     monkeypatch.setattr(tables, "_plain", plain)
-    code, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out)
+    code, _, err = trnx("export", small, "--table", "tracks", "--format", "csv", "-o", out)
     assert code == 2 and "appeared while it was being written" in one_sentence(err)
     assert out.read_text() == "appeared"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trnx", "x.csv"]
 
 
 def test_a_capture_inside_a_trace_is_refused(trnx, small):
-    code, err = trnx(*GEMM, "-o", small / "inner.trnx")
+    code, _, err = trnx(*GEMM, "-o", small / "inner.trnx")
     assert code == 2 and "trnx never writes into a trace directory" in one_sentence(err)
     assert not (small / "inner.trnx").exists()
 

@@ -15,26 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from explorer.cli.main import main
 from interop.kineto_samples import write_ranks
 from simcore.tempfiles import host_tag
 from simcore.trace import open_trace
+import clirun
 
 GEMM = ["capture", "-w", "gemm", "--shape", "256,256,256", "-q"]
 SLOW = ["capture", "-w", "llama3.1-8b", "--phase", "prefill", "--seq", "2048", "--layers", "4", "--detail",
         "instruction", "--cores", "all", "-q"]
 main_thread_only = pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
                                       reason="signals reach only the main thread")
-
-
-def trnx_in_process(capsys, *args: object) -> tuple[int, str]:
-    capsys.readouterr()
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    return code, capsys.readouterr().err
 
 
 def temporaries(d: Path) -> list[str]:
@@ -70,7 +60,7 @@ def test_what_a_killed_capture_left_is_removed_by_the_next_write(tmp_path, capsy
     proc.wait(timeout=60)
     left = temporaries(tmp_path)
     assert len(left) == 1 and left[0].startswith(".run.trnx.trnx-tmp-")
-    assert trnx_in_process(capsys, *GEMM, "-o", tmp_path / "next.trnx")[0] == 0
+    assert clirun.trnx(*GEMM, "-o", tmp_path / "next.trnx")[0] == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["next.trnx"]
 
 
@@ -79,14 +69,14 @@ def test_sigterm_during_an_export_removes_its_temporary(tmp_path, capsys, monkey
     import explorer.export.tables as tables
 
     trace = tmp_path / "t.trnx"
-    assert trnx_in_process(capsys, *GEMM, "-o", trace)[0] == 0
+    assert clirun.trnx(*GEMM, "-o", trace)[0] == 0
     real = tables._plain
 
     def plain(batch):   # the CSV is being written
         os.kill(os.getpid(), signal.SIGTERM)
         return real(batch)
     monkeypatch.setattr(tables, "_plain", plain)
-    code, err = trnx_in_process(capsys, "export", trace, "--table", "tracks", "--format", "csv", "-o", tmp_path / "x.csv")
+    code, _, err = clirun.trnx("export", trace, "--table", "tracks", "--format", "csv", "-o", tmp_path / "x.csv")
     assert code == 143 and "terminated (SIGTERM)" in one_sentence_any(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trnx"]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
@@ -104,7 +94,7 @@ def test_sigterm_during_an_import_removes_its_temporary(tmp_path, capsys, monkey
         return real(self, *args, **kwargs)
     monkeypatch.setattr(writer.TraceWriter, "write", write)
     before = sorted(p.name for p in tmp_path.iterdir())
-    code, err = trnx_in_process(capsys, "import", *paths, "-o", tmp_path / "run.trnx")
+    code, _, err = clirun.trnx("import", *paths, "-o", tmp_path / "run.trnx")
     assert code == 143 and "terminated (SIGTERM)" in one_sentence_any(err)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
@@ -124,7 +114,7 @@ def _dead_pid() -> int:
 def test_only_our_temporaries_of_gone_processes_are_cleaned(tmp_path, capsys):
     here, dead = host_tag(), _dead_pid()
     kept_trace = tmp_path / "kept.trnx"
-    assert trnx_in_process(capsys, *GEMM, "-o", kept_trace)[0] == 0
+    assert clirun.trnx(*GEMM, "-o", kept_trace)[0] == 0
 
     def make_dir(name: str) -> Path:
         (tmp_path / name).mkdir()
@@ -141,11 +131,11 @@ def test_only_our_temporaries_of_gone_processes_are_cleaned(tmp_path, capsys):
     # an interrupted --overwrite: the old trace moved aside, its name free -> put back
     os.rename(kept_trace, tmp_path / f".kept.trnx.trnx-old-{dead}-{here}0123abcd")
     # an interrupted --overwrite whose name was taken since, holding a user's file -> shown, not removed
-    assert trnx_in_process(capsys, *GEMM, "-o", tmp_path / "g.trnx")[0] == 0
+    assert clirun.trnx(*GEMM, "-o", tmp_path / "g.trnx")[0] == 0
     foreign = make_dir(f".g.trnx.trnx-old-{dead}-{here}0123abcd")
     (foreign / "mine.txt").write_text("mine")
 
-    assert trnx_in_process(capsys, *GEMM, "-o", tmp_path / "new.trnx")[0] == 0
+    assert clirun.trnx(*GEMM, "-o", tmp_path / "new.trnx")[0] == 0
     names = {p.name for p in tmp_path.iterdir()}
     assert not names & set(removed)
     assert set(kept) <= names

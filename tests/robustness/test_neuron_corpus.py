@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from explorer.cli.main import main
 from interop.neuron_profiles import write_profile
 from robustness.contract import import_profile_or_one_sentence
+import clirun
 
 
 def _edit(table: str, fn: Callable[[pa.Table], pa.Table]) -> Callable[[Path], None]:
@@ -122,13 +122,7 @@ def test_neuron_profile_corpus_through_trnx_import(tmp_path: Path, name: str, ca
     d = write_profile(tmp_path / "p", layers=1, hlos=2)
     damage(d)
     out = tmp_path / "out.trnx"
-    capsys.readouterr()
-    try:
-        main(["import", str(d), "-o", str(out)])
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    err = capsys.readouterr().err
+    code, _, err = clirun.trnx("import", d, "-o", out)
     assert "Traceback" not in err
     if valid:
         assert code == 0 and out.exists(), err

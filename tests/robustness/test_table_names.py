@@ -10,21 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from explorer.cli.main import main
 from tracegen import write_tiny
+import clirun
 
 COMMANDS = [["validate"], ["info"], ["summary", "--no-recommendations"], ["export", "--table", "instructions",
                                                                           "--format", "csv", "-o", "{out}"]]
-
-
-def trnx(capsys, *args: object) -> tuple[int, str]:
-    capsys.readouterr()
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    return code, capsys.readouterr().err
 
 
 def _set_file(trace: Path, name: str) -> None:
@@ -46,7 +36,7 @@ def test_a_table_named_outside_the_trace_is_refused(capsys, traces, tmp_path, na
     t, other = traces
     _set_file(t, name.replace("{abs}", str(other / "instructions.arrow")))
     args = [a.replace("{out}", str(tmp_path / "x.csv")) for a in command]
-    code, err = trnx(capsys, args[0], t, *args[1:])
+    code, _, err = clirun.trnx(args[0], t, *args[1:])
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert "table 'instructions' names the file" in lines[0] and "not a plain relative name inside the trace" in lines[0]
@@ -59,7 +49,7 @@ def test_a_symlinked_table_file_is_not_followed(capsys, traces, tmp_path, comman
     (t / "instructions.arrow").unlink()
     (t / "instructions.arrow").symlink_to(other / "instructions.arrow")
     args = [a.replace("{out}", str(tmp_path / "x.csv")) for a in command]
-    code, err = trnx(capsys, args[0], t, *args[1:])
+    code, _, err = clirun.trnx(args[0], t, *args[1:])
     assert code == 2 and err.strip() == (f"trnx: error: {t / 'instructions.arrow'} is a symbolic link; a trace's table "
                                          "files must be plain files inside its directory."), err
 
@@ -77,11 +67,11 @@ def test_a_symlinked_partition_directory_is_not_followed(capsys, tmp_path):
     t, other = partitioned(tmp_path / "t.trnx"), partitioned(tmp_path / "other.trnx")
     shutil.rmtree(t / "instructions")
     (t / "instructions").symlink_to(other / "instructions")
-    code, err = trnx(capsys, "validate", t)
+    code, _, err = clirun.trnx("validate", t)
     assert code == 2 and f"{t / 'instructions'} is a symbolic link" in err
 
 
 def test_a_trace_directory_reached_through_a_symlink_still_opens(capsys, traces, tmp_path):
     t, _ = traces
     (tmp_path / "alias.trnx").symlink_to(t)
-    assert trnx(capsys, "validate", tmp_path / "alias.trnx")[0] == 0
+    assert clirun.trnx("validate", tmp_path / "alias.trnx")[0] == 0
