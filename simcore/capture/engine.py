@@ -115,31 +115,24 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
         collective_meta(res, meta)
     writer = TraceWriter(out_path, meta, compression=compression, overwrite=res.config.overwrite)
     writer.observer = observer
-    try:
-        if res.multichip is not None:
+    if res.multichip is not None:
+        with writer:  # committed when the block succeeds, aborted (nothing left) when it raises
             capture_multichip(res, writer, progress, cancel, runner)
             check_cancel(cancel)
-            return writer.close()
-        if collective:
+        return writer.path
+    if collective:
+        with writer:
             tables = CollectiveTables(res)
             if progress is not None:
                 progress(1.0, res.workload.ops[0].name)
             check_cancel(cancel)
             tables.write(writer)
-            return writer.close()
-    except BaseException:
-        writer.abort()
-        raise
-    background = BackgroundWriter(writer)  # the disk writes while the simulation runs
-    try:
-        with gc_paused():
-            tables = simulate(res, progress, cancel, background)
-            check_cancel(cancel)
-            tables.write(background)
-            return background.close()
-    except BaseException:
-        background.abort()
-        raise
+        return writer.path
+    with gc_paused(), BackgroundWriter(writer) as background:  # the disk writes while the simulation runs
+        tables = simulate(res, progress, cancel, background)
+        check_cancel(cancel)
+        tables.write(background)
+    return writer.path
 
 
 __all__ = ["capture_to", "simulate"]

@@ -11,7 +11,8 @@ from typing import Any, Self
 
 
 class CommitOrAbort:
-    """A `with` block ends in `close()` (commit) on success and in `abort()` on any exception.
+    """A `with` block ends in `close()` (commit) on success and in `abort()` on any exception,
+    the commit's own included.
 
     Subclasses define both; `close()` must be safe to call again after an explicit call in the
     block (it commits once)."""
@@ -26,7 +27,11 @@ class CommitOrAbort:
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
+        if exc_type is not None:
             self.abort()
+            return
+        try:
+            self.close()
+        except BaseException:  # a commit that fails (a write error surfacing at the end) leaves nothing either
+            self.abort()
+            raise

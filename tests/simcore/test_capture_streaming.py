@@ -117,3 +117,14 @@ def test_background_writer_raises_the_threads_error_and_leaves_nothing(tmp_path)
         bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3), "kind": "semaphore"})
     bg.abort()
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_with_block_whose_commit_fails_leaves_nothing(tmp_path):
+    """The thread's error surfaces only when the block ends (the commit): `with` still aborts, so no
+    temporary and no trace are left, as when the block itself raises."""
+    out = tmp_path / "bad.trnx"
+    with pytest.raises(TypeError, match="missing columns"):
+        with BackgroundWriter(TraceWriter(out, {})) as bg:
+            _write_some(bg)
+            bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3)})  # no kind column: fails on the thread
+    assert not out.exists() and list(tmp_path.iterdir()) == []
