@@ -14,25 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from explorer.cli.main import main
 from simcore.errors import TraceFormatError
 from simcore.trace import open_trace
 from simcore.trace import schema as S
 from tracegen import write_tiny
-
-
-@pytest.fixture
-def trnx(capsys):
-    def run(*args: object) -> tuple[int, str, str]:
-        capsys.readouterr()
-        try:
-            main([str(a) for a in args])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        out = capsys.readouterr()
-        return code, out.out, out.err
-    return run
 
 
 def flip(file: Path, bit: int) -> None:

@@ -262,6 +262,6 @@ def test_import_refuses_the_output_before_reading_its_inputs(trnx, tmp_path, mon
     monkeypatch.setattr(importer, "_import", never)
     out = tmp_path / "taken"
     out.write_text("mine")
-    code, err = trnx("import", tmp_path / "rank0.json", "-o", out, "--overwrite")
+    code, _, err = trnx("import", tmp_path / "rank0.json", "-o", out, "--overwrite")
     assert code == 2 and f"{out} is a file, not a trace" in one_sentence(err)
     assert out.read_text() == "mine"
