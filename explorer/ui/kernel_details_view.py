@@ -11,13 +11,14 @@ import html
 import math
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QTabWidget, QWidget
 
 from explorer.model.analysis.kernel_details import KernelDetails, kernel_details
 from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import TraceAnalysis
 from explorer.ui.operators_view import BOUND_COLOURS
+from explorer.ui.panes import fill, split, stack
 from explorer.ui.roofline_plot import QtRoofline
 
 ENGINE_COLUMNS = (
@@ -68,19 +69,7 @@ class QtKernelDetails(QWidget):
         self.tabs.addTab(F.make_table(self.mix, "kernel-instruction-mix"), "Instruction mix")
         self.tabs.addTab(F.make_table(self.queues, "kernel-dma-queues"), "DMA queues")
         self.roofline = QtRoofline()
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
-        ll.addWidget(self.header)
-        ll.addWidget(self.tabs, 1)
-        split = QSplitter(Qt.Horizontal)
-        split.addWidget(left)
-        split.addWidget(self.roofline)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(2, 2, 2, 2)
-        lay.addWidget(split)
+        fill(self, split(Qt.Horizontal, stack(self.header, self.tabs), self.roofline, stretch=(3, 2)), margin=2)
 
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
         self.analysis = analysis

@@ -32,3 +32,16 @@ def test_click_zooms_the_timeline_and_selects_the_op(window, qtbot):
     assert window.view.node == "op:4"
     ice.findChild(QComboBox, "icicle-value").setCurrentText("flops")
     qtbot.waitUntil(lambda: ice.value_column == "flops" and "FLOP" in ice.status.text(), timeout=10_000)
+
+
+def test_a_hidden_icicle_computes_nothing_until_it_is_shown(qtbot, trace_path):
+    from explorer.ui.tools.icicle_view import QtIcicle
+
+    ice = QtIcicle()
+    qtbot.addWidget(ice)
+    ice.set_trace(open_trace(trace_path))
+    qtbot.wait(200)
+    assert ice.stale and ice.boxes == []   # a tab behind others costs nothing on open
+    ice.show()
+    qtbot.waitUntil(lambda: len(ice.boxes) == 7, timeout=10_000)
+    assert not ice.stale

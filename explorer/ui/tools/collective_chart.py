@@ -17,11 +17,12 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from explorer.model.collective_durations import OUTLIER_RATIO, collective_durations
 from explorer.ui import palette as P
 from explorer.ui.tools.background import run_tool
+from explorer.ui.tools.when_shown import WhenShown
 
 OUTLIER = "#e15759"
 
 
-class QtCollectiveChart(QWidget):
+class QtCollectiveChart(WhenShown, QWidget):
     link_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -48,14 +49,7 @@ class QtCollectiveChart(QWidget):
         self.trace, self.origin = trace, origin
         self.frame = pd.DataFrame()
         self._draw()
-        self.stale = trace is not None
-        if self.stale and self.isVisible():
-            self.refresh()
-
-    def showEvent(self, event) -> None:  # noqa: N802
-        super().showEvent(event)
-        if self.stale:
-            self.refresh()
+        self.refresh_when_shown(trace is not None)
 
     def refresh(self) -> None:
         self.stale = False

@@ -19,6 +19,7 @@ from explorer.model.icicle import VALUES, Box, icicle
 from explorer.model.units import format_bytes, format_count, format_ns
 from explorer.ui import palette as P
 from explorer.ui.tools.background import run_tool
+from explorer.ui.tools.when_shown import WhenShown
 
 ROW_H = 22
 FORMAT = {"dur_ns": format_ns, "flops": lambda v: f"{format_count(v)}FLOP", "model_flops": lambda v: f"{format_count(v)}FLOP",
@@ -90,7 +91,7 @@ class _Canvas(QWidget):
         self.update()
 
 
-class QtIcicle(QWidget):
+class QtIcicle(WhenShown, QWidget):
     box_clicked = Signal(object)  # Box
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -123,14 +124,7 @@ class QtIcicle(QWidget):
         self.boxes = []
         self.canvas.view = (0.0, 1.0)
         self.canvas.update()
-        self.stale = trace is not None
-        if self.stale and self.isVisible():
-            self.refresh()
-
-    def showEvent(self, event) -> None:  # noqa: N802
-        super().showEvent(event)
-        if self.stale:
-            self.refresh()
+        self.refresh_when_shown(trace is not None)
 
     def _value_changed(self, value: str) -> None:
         self.value_column = value

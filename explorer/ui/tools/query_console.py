@@ -17,12 +17,13 @@ import pyarrow as pa
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QInputDialog, QLabel, QPlainTextEdit, QPushButton, QSplitter, QToolButton, QVBoxLayout, QWidget,
+    QComboBox, QHBoxLayout, QInputDialog, QLabel, QPlainTextEdit, QPushButton, QToolButton, QVBoxLayout, QWidget,
 )
 
 from explorer.model.query import Intervals, TraceQuery, intervals_of
 from explorer.model.query_track import QueryTrack
 from explorer.ui.frame_table import Column, FrameTableModel, make_table, number, text
+from explorer.ui.panes import fill, split, stack
 from explorer.ui.tools.background import run_tool
 
 SHOWN_ROWS = 5000  # the table shows this many rows; the pinned track gets all of them
@@ -101,24 +102,8 @@ class QtQueryConsole(QWidget):
         for b in (self.run_button, self.cancel_button, self.pin_button):
             buttons.addWidget(b)
         buttons.addStretch(1)
-        editing = QWidget()
-        el = QHBoxLayout(editing)
-        el.setContentsMargins(0, 0, 0, 0)
-        el.addWidget(self.editor, 1)
-        el.addLayout(buttons)
-        results = QWidget()
-        rl = QVBoxLayout(results)
-        rl.setContentsMargins(0, 0, 0, 0)
-        rl.addWidget(self.status)
-        rl.addWidget(self.table, 1)
-        split = QSplitter(Qt.Vertical)
-        split.addWidget(editing)
-        split.addWidget(results)
-        split.setStretchFactor(1, 3)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        lay.addLayout(top)
-        lay.addWidget(split, 1)
+        editing = stack(self.editor, buttons, horizontal=True, stretch_first=True)
+        fill(self, top, split(Qt.Vertical, editing, stack(self.status, self.table), stretch=(0, 3)))
         self._fill_saved()
 
     # -- trace -------------------------------------------------------------------------

@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QSplitter, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from explorer.model.query import TraceQuery
 from explorer.model.scope import Scope
 from explorer.model.stats import GROUPINGS, Histogram, Window, duration_histogram, duration_query, duration_stats
 from explorer.model.units import format_ns
 from explorer.ui.frame_table import Column, FrameTableModel, count, make_table, ns, text
+from explorer.ui.panes import fill, split, stack
 from explorer.ui.tools.background import run_tool
 
 COLUMNS = [
@@ -94,21 +95,8 @@ class QtStatistics(QWidget):
         top.addWidget(self.grouping)
         top.addStretch(1)
         top.addWidget(self.slowest_button)
-        left = QWidget()
-        ll = QVBoxLayout(left)
-        ll.setContentsMargins(0, 0, 0, 0)
-        ll.addLayout(top)
-        ll.addWidget(self.in_area)
-        ll.addWidget(self.status)
-        ll.addWidget(self.table, 1)
-        split = QSplitter(Qt.Horizontal)
-        split.addWidget(left)
-        split.addWidget(self.plot)
-        split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 2)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        lay.addWidget(split)
+        left = stack(top, self.in_area, self.status, self.table)
+        fill(self, split(Qt.Horizontal, left, self.plot, stretch=(3, 2)))
 
     # -- inputs ------------------------------------------------------------------------
     def set_trace(self, trace) -> None:
