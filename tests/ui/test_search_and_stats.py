@@ -89,6 +89,23 @@ def rows(panel) -> dict[str, dict]:
     return {r["name"]: r for r in panel.model.records}
 
 
+def test_statistics_still_computing_when_the_trace_closes_are_dropped(window, qtbot, monkeypatch):
+    """A result that arrives after its trace was closed neither fills the panel nor starts a
+    histogram query on no trace (which raised in the worker)."""
+    from explorer.ui.tools import stats_view
+
+    futures = []
+    real = stats_view.run_tool
+    monkeypatch.setattr(stats_view, "run_tool", lambda fn, cb: futures.append(real(fn, cb)) or futures[-1])
+    panel = window.findChild(QWidget, "statistics")
+    panel.refresh()
+    panel.set_trace(None)  # what closing the trace does
+    qtbot.waitUntil(lambda: all(f.done() for f in futures), timeout=10_000)
+    qtbot.wait(100)  # the callbacks' turn on the GUI thread
+    assert len(futures) == 1 and futures[0].exception() is None  # no histogram was asked of a closed trace
+    assert panel.model.rowCount() == 0 and not panel.busy and panel.histogram is None
+
+
 def test_statistics_per_opcode_and_kernel_equal_pandas(window, qtbot, trace_path):
     panel = stats_panel(window, qtbot)
     got = rows(panel)

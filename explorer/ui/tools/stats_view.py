@@ -102,6 +102,8 @@ class QtStatistics(QWidget):
     def set_trace(self, trace) -> None:
         """Show `trace`'s statistics (computed when the panel is first shown, not on every open)."""
         self.trace = trace
+        self._generation += 1  # a result still computing for the previous trace is dropped when it arrives
+        self.busy = False
         self.frame = pd.DataFrame()
         self.model.set_frame(None)
         self._clear_histogram()
@@ -171,7 +173,7 @@ class QtStatistics(QWidget):
             self.table.selectRow(0)
 
     def _row_chosen(self, row: int) -> None:
-        if row < 0 or row >= len(self.model.records):
+        if row < 0 or row >= len(self.model.records) or self.trace is None:
             return
         self.slowest_button.setEnabled(True)
         name = self.model.record(row)["name"]
