@@ -6,10 +6,29 @@ message is one sentence on one line. Any other exception is a bug.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 from simcore.errors import UserError
 from simcore.trace import open_trace
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under `root` -- a file by its bytes' SHA-256, a symlink by its target, a directory
+    as '/' -- to compare the disk before and after a write that must touch nothing."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                out[rel] = "-> " + os.readlink(p)
+            elif p.is_file():
+                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
+            else:
+                out[rel] = "/"
+    return out
 
 
 def assert_one_sentence(exc: UserError) -> None:

@@ -8,7 +8,6 @@ the exit code are the CLI's) and then looks at the disk as the user would.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,26 +16,11 @@ import pytest
 
 import simcore.capture.engine as engine
 from interop.kineto_samples import write_ranks
+from robustness.contract import tree
 from simcore.trace import open_trace
 from clirun import one_sentence
 
 GEMM = ["capture", "-w", "gemm", "--shape", "256,256,256", "-q"]
-
-
-def tree(root: Path) -> dict[str, str]:
-    """Every file under `root` (symlinks as '-> target'), to compare before and after."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            if p.is_symlink():
-                out[rel] = "-> " + os.readlink(p)
-            elif p.is_file():
-                out[rel] = p.read_bytes().hex()[:64] + str(p.stat().st_size)
-            else:
-                out[rel] = "/"
-    return out
 
 
 def capture_rows(path: Path) -> int:

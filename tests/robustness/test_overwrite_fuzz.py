@@ -5,7 +5,6 @@ its own files -- or is refused with one sentence and leaves every byte, name and
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from robustness.contract import assert_one_sentence
+from robustness.contract import assert_one_sentence, tree
 from simcore.errors import UserError
 from simcore.trace import TraceWriter, open_trace
 from tracegen import tiny_tables, write_tiny
@@ -59,16 +58,6 @@ def make(base: str, root: Path) -> Path:
     return t
 
 
-def snapshot(root: Path) -> dict[str, str]:
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            out[rel] = ("-> " + os.readlink(p)) if p.is_symlink() else (p.read_bytes().hex() if p.is_file() else "/")
-    return out
-
-
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base=st.sampled_from(BASES), extras=st.sets(st.sampled_from(sorted(EXTRAS)), max_size=3))
 def test_overwrite_replaces_only_our_trace_and_touches_nothing_else(base, extras):
@@ -79,7 +68,7 @@ def test_overwrite_replaces_only_our_trace_and_touches_nothing_else(base, extras
         for name in sorted(extras) if directory else ():
             EXTRAS[name][1](t)
         ours = base == "trace" and all(EXTRAS[n][0] for n in extras)
-        before = snapshot(root)
+        before = tree(root)
         try:
             with TraceWriter(t, overwrite=True) as w:
                 for name, data in tiny_tables(n_per_track=6).items():
@@ -87,7 +76,7 @@ def test_overwrite_replaces_only_our_trace_and_touches_nothing_else(base, extras
         except UserError as exc:
             assert_one_sentence(exc)
             assert not ours, f"refused our own trace: {exc}"
-            assert snapshot(root) == before
+            assert tree(root) == before
         else:
             assert ours, f"replaced {base} with {sorted(extras)}"
             assert open_trace(t).instructions.num_rows == 12
