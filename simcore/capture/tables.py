@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from simcore.capture.allocations import AllocationRows
 from simcore.capture.core_rows import DMA_VOCABS, INSTR_VOCABS, DetailRows, track_rows
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
@@ -122,6 +123,7 @@ class TraceTables:
         self.kernel_names = Vocab()
         self.kernel_rows: list[tuple] = []
         self.detail_rows = DetailRows(writer)
+        self.allocations = AllocationRows()
         self.runtime_rows: list[tuple[int, int, int, int]] = []  # track, start, end, opcode code
         self.hbm: list = []
         self.samples: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
@@ -197,6 +199,7 @@ class TraceTables:
                 if run is None:
                     run = self.detail_rows.run(p, s, e)
                 self.detail_rows.add(core, run, kid, self.next_id)
+                self.allocations.add(self.chip, core, kid, p, s, e)
                 self.next_id += len(p)
 
     # -- writing -----------------------------------------------------------------------------
@@ -214,6 +217,9 @@ class TraceTables:
         self._write_kernels(w)
         self._write_ops(w)
         self._write_counters(w)
+        allocations = self.allocations.columns()
+        if allocations is not None:
+            w.write("sbuf_allocations", allocations)
         d.flows.finish(w)
 
     def _runtime_events(self) -> dict[int, dict[str, np.ndarray]]:

@@ -27,6 +27,7 @@ import numpy as np
 from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
+from simcore.lowering.buffers import Buffer, slots, split_bytes
 from simcore.lowering.matmul import _expand
 from simcore.lowering.engines import GPSIMD, MATRIX, SCALAR, TENSOR, VECTOR
 from simcore.lowering.program import OP as OPC, ROLE_IN, ROLE_OUT, ProgramBuilder
@@ -67,19 +68,39 @@ DMA_KEYS = 2048   # keys per K/V load
 RING = 3          # streamed K/V: load buffers in the ring
 
 
-def _work_bytes(hw: Hardware, s: AttentionShape, q_slots: int) -> int:
+def _work_buffers(hw: Hardware, s: AttentionShape, q_slots: int) -> list[Buffer]:
     """SBUF of everything but K/V: Q^T tiles and the per-unit outputs of `q_slots` units in flight,
     exp(S - max) of the LAG+1 chunks the tensor engine runs ahead, the P^T pieces of two chunks,
     row statistics; training adds dO, O and the fp32 dQ accumulator per unit."""
     P = hw.partitions
     dpass = math.ceil(s.d_qk / P)
-    q = q_slots * dpass * P * P * 2                 # Q^T: 128 of d_qk on partitions x up to 128 query rows, bf16
-    probs = (LAG + 1) * P * CHUNK * 2               # exp(S - max), bf16
-    pt = 2 * CHUNK * P * 2                          # P^T pieces copied out of PSUM, bf16
-    out = q_slots * P * s.d_v * (4 + 2)             # running output (fp32) and the normalised bf16 tile stored
-    stats = (LAG + 1) * P * 4 * 3                   # row max, row sum, rescale factor (fp32)
-    bwd = q_slots * P * (s.d_v * 4 + s.d_qk * 4) if s.backward else 0
-    return int(q + probs + pt + out + stats + bwd)
+    A = "activations"
+    out = slots("Q^T", A, P, dpass * P * P * 2, q_slots)  # 128 of d_qk on partitions x up to 128 query rows, bf16
+    out += slots("exp(S - max)", "scratch", P, P * CHUNK * 2, LAG + 1)  # bf16, the chunks the tensor engine runs ahead
+    out += slots("P^T pieces", "scratch", P, CHUNK * P * 2, 2)          # copied out of PSUM, bf16
+    out += slots("O running (fp32)", "accumulators", P, P * s.d_v * 4, q_slots)
+    out += slots("O (bf16)", A, P, P * s.d_v * 2, q_slots)             # the normalised tile stored
+    out.append(Buffer("row max, sum, rescale (fp32)", "scratch", P, (LAG + 1) * P * 4 * 3))
+    if s.backward:
+        out += slots("dO, O", A, P, P * s.d_v * 4, q_slots)
+        out += slots("dQ (fp32)", "gradients", P, P * s.d_qk * 4, q_slots)
+    return out
+
+
+def _kv_buffers(hw: Hardware, s: AttentionShape, kv: "_KvLoads", resident: bool, keys_per_load: int) -> list[Buffer]:
+    """K^T (d_qk on partitions) and V (keys on partitions), the backward's fp32 dK and dV beside them,
+    holding the most K/V bytes ever loaded and not yet released (`kv.sbuf_bytes`)."""
+    P = hw.partitions
+    how = "resident, 2 owners" if resident else f"ring of {RING} x {keys_per_load} keys"
+    kind = "activations" if s.backward else "kv_cache"
+    if s.backward:
+        parts = split_bytes(kv.sbuf_bytes, (2 * s.d_qk, 2 * s.d_v, 4 * s.d_qk, 4 * s.d_v))
+        names = (("K^T", kind), ("V", kind), ("dK (fp32)", "gradients"), ("dV (fp32)", "gradients"))
+    else:
+        parts = split_bytes(kv.sbuf_bytes, (s.d_qk, s.d_v))
+        names = (("K^T", kind), ("V", kind))
+    return [Buffer(f"{name} ({how})", k, min(P, s.d_qk) if name == "K^T" else P, nb)
+            for (name, k), nb in zip(names, parts)]
 
 
 @dataclass
@@ -182,7 +203,9 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     P_BANKS = LAG + 3  # PSUM: S of LAG+1 chunks in flight, the P^T transposes, the PV partial output
     if P_BANKS > hw.psum_banks:
         raise ConfigError(f"hardware preset '{hw.name}' has {hw.psum_banks} PSUM banks, and flash attention needs {P_BANKS}; raise psum.banks.")
-    b.psum_bytes = max(b.psum_bytes, P_BANKS * hw.psum_bank_bytes)
+    psum = slots("S = QK^T (fp32)", "accumulators", P, hw.psum_bank_bytes, LAG + 1, "psum")
+    psum += [Buffer("P^T transposes", "scratch", P, hw.psum_bank_bytes, "psum"),
+             Buffer("O partial = PV (fp32)", "accumulators", P, hw.psum_bank_bytes, "psum")]
     gkey = key0 + np.arange(NCH + LAG) * SLOTS  # chunk c's S work at gkey[c], its PV work at gkey[c+LAG]
     first_chunk_of_unit = np.cumsum(u_nchunk) - u_nchunk
     last_chunk_of_unit = np.cumsum(u_nchunk) - 1
@@ -192,7 +215,8 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
     fin_keys = gkey[last_chunk_of_unit + LAG] + 31
     q_rel_u = np.minimum(np.arange(n_units) - 2, np.searchsorted(fin_keys, q_key, side="left") - 1)
     q_slots = int((np.arange(n_units) - q_rel_u).max())
-    work = _work_bytes(hw, s, q_slots)
+    work_buffers = _work_buffers(hw, s, q_slots)
+    work = sum(x.bytes for x in work_buffers)
 
     # -- K/V loads: per (seq, kv head) when two of them fit SBUF (resident), else streamed per unit
     # through a ring of load buffers; the first layout whose buffers fit the SBUF budget is taken
@@ -205,7 +229,8 @@ def lower_attention(b: ProgramBuilder, hw: Hardware, s: AttentionShape, *, key0:
             f"hardware preset '{hw.name}' is too small for this attention: even streaming K/V in {CHUNK}-key loads needs "
             f"{kv.sbuf_bytes + work:,.0f} bytes of SBUF per core, and the preset has {hw.sbuf_budget:,} usable; raise sbuf.bytes_per_core."
         )
-    b.sbuf_bytes = max(b.sbuf_bytes, kv.sbuf_bytes + work)
+    b.alloc(_kv_buffers(hw, s, kv, resident, keys_per_load) + work_buffers + psum,
+            int(hw.data["psum"]["bank_bytes_per_partition"]))
     NLD = len(kv.ld_key)
     c_ld = kv.c_ld
     # ids (add order): K trig, K dma, V trig, V dma, Q trig, Q dma, then compute

@@ -21,6 +21,7 @@ import numpy as np
 from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
+from simcore.lowering.buffers import Buffer, slots
 from simcore.lowering.engines import GPSIMD, SCALAR, VECTOR
 from simcore.lowering.program import ROLE_IN, ROLE_OUT, ProgramBuilder
 
@@ -53,6 +54,14 @@ class RowwiseKernel:
     steps: tuple[Step, ...]
     row_reductions: int = 0     # reductions along a row (a folded layout adds a cross-partition step each)
     fold: bool = True           # few rows may be spread over all partitions (False: one row per partition, as given)
+    tensors: tuple[tuple[str, str], ...] = ()  # (name, kind) of each load then each store (default: input i, output i)
+
+    def tensor(self, i: int) -> tuple[str, str]:
+        """(name, kind) of load i (0..) or, after the loads, store i - len(loads)."""
+        if i < len(self.tensors):
+            return self.tensors[i]
+        nl = len(self.loads)
+        return (f"input {i}", "activations") if i < nl else (f"output {i - nl}", "activations")
 
 
 def _fold(k: RowwiseKernel, partitions: int) -> RowwiseKernel:
@@ -63,19 +72,36 @@ def _fold(k: RowwiseKernel, partitions: int) -> RowwiseKernel:
     steps = list(k.steps)
     for _ in range(k.row_reductions):
         steps.insert(1, Step("gpsimd", "PartitionAllReduce", 0, 16, "fp32"))
-    return RowwiseKernel(partitions, cols, k.loads, k.stores, tuple(steps), 0)
+    return RowwiseKernel(partitions, cols, k.loads, k.stores, tuple(steps), 0, tensors=k.tensors)
 
 
 def _elem_bytes(dtype: str) -> float:
     return 4.0 if dtype in ("fp32", "int32") else 2.0
 
 
+def _work_bytes_per_elem(k: RowwiseKernel) -> float:
+    """A working tile (widest step dtype) when more than one step writes a full-width result."""
+    wide = [st for st in k.steps if st.per_col > 0 and (st.opcode in FULL_WIDTH or st.engine == "exp")]
+    return max(_elem_bytes(st.dtype) for st in wide) if len(wide) > 1 else 0.0
+
+
 def set_bytes_per_elem(k: RowwiseKernel) -> float:
     """SBUF bytes per tile element of one buffer set: inputs and outputs in their dtypes, plus a
     working tile (widest step dtype) when more than one step writes a full-width result."""
-    wide = [st for st in k.steps if st.per_col > 0 and (st.opcode in FULL_WIDTH or st.engine == "exp")]
-    work = max(_elem_bytes(st.dtype) for st in wide) if len(wide) > 1 else 0.0
-    return float(sum(k.loads) + sum(k.stores) + work)
+    return float(sum(k.loads) + sum(k.stores) + _work_bytes_per_elem(k))
+
+
+def rowwise_buffers(k: RowwiseKernel, partitions: int, chunk: int, sets: int) -> list[Buffer]:
+    """The `sets` buffer sets of a tile of `partitions` x `chunk`: each input, output and the working tile."""
+    per = list(k.loads) + list(k.stores)
+    out: list[Buffer] = []
+    for i, eb in enumerate(per):
+        name, kind = k.tensor(i)
+        out += slots(name, kind, partitions, math.ceil(partitions * chunk * eb), sets)
+    work = _work_bytes_per_elem(k)
+    if work:
+        out += slots("working tile", "scratch", partitions, math.ceil(partitions * chunk * work), sets)
+    return out
 
 
 def column_chunk(hw: Hardware, k: RowwiseKernel) -> int:
@@ -125,9 +151,9 @@ def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: fl
     Q = hw.dma_queues
     LQ = max(1, Q - 1)
     # buffer sets in use: tile t reuses tile t-NBUF's (its loads wait for that tile's last step)
-    footprint = int(math.ceil(min(NBUF, T) * P * chunk * set_bytes_per_elem(k)))
-    assert footprint <= hw.sbuf_budget
-    b.sbuf_bytes = max(b.sbuf_bytes, footprint)
+    buffers = rowwise_buffers(k, P, chunk, min(NBUF, T))
+    assert sum(x.bytes for x in buffers) <= hw.sbuf_budget
+    b.alloc(buffers, int(hw.data["psum"]["bank_bytes_per_partition"]))
     # ids: loads (trigger+transfer each), steps, stores
     id0 = b.count
     n_load_ids = 2 * T * len(k.loads)
@@ -155,19 +181,21 @@ def lower_rowwise(b: ProgramBuilder, hw: Hardware, k: RowwiseKernel, *, key0: fl
 
 # -- the row-wise kernels a model needs ---------------------------------------------------------
 
+A = "activations"
+
 def rmsnorm(rows: int, cols: int) -> RowwiseKernel:
     return RowwiseKernel(rows, cols, (2,), (2,), (
         Step("scalar", "ActivationReduce", 1, 0, "bf16"),     # x^2 summed along the row
         Step("vector", "TensorScalar", 0, 1, "fp32"),          # rstd = (sum / n + eps)^-1/2
         Step("vector", "TensorTensor", 1, 0, "bf16"),          # x * rstd * gamma
-    ), row_reductions=1)
+    ), row_reductions=1, tensors=(("x", A), ("normalised x", A)))
 
 
 def tile_exp(rows: int, cols: int) -> RowwiseKernel:
     """The NKI DMA introduction's kernel: a [rows, cols] BF16 tile loaded into `rows` partitions (not
     spread over more: which DMA engines serve it is the point), exp on the Scalar engine, stored back."""
     return RowwiseKernel(rows, cols, (2,), (2,), (Step("scalar", "Activation", 1, 0, "bf16", transcendental=True),),
-                         fold=False)
+                         fold=False, tensors=(("x", A), ("exp(x)", A)))
 
 
 def softmax(rows: int, cols: int) -> RowwiseKernel:
@@ -176,11 +204,12 @@ def softmax(rows: int, cols: int) -> RowwiseKernel:
         Step("exp", "Exponential", 1, 0, "bf16"),              # exp(x - max), fused row sum
         Step("vector", "TensorScalar", 0, 1, "fp32"),          # 1 / sum
         Step("vector", "TensorScalar", 1, 0, "bf16"),          # scale
-    ), row_reductions=2)
+    ), row_reductions=2, tensors=(("scores", A), ("probabilities", A)))
 
 
 def residual_add(rows: int, cols: int) -> RowwiseKernel:
-    return RowwiseKernel(rows, cols, (2, 2), (2,), (Step("vector", "TensorTensor", 1, 0, "bf16"),))
+    return RowwiseKernel(rows, cols, (2, 2), (2,), (Step("vector", "TensorTensor", 1, 0, "bf16"),),
+                         tensors=(("x", A), ("residual", A), ("x + residual", A)))
 
 
 def silu_mul(rows: int, cols: int) -> RowwiseKernel:
@@ -188,7 +217,7 @@ def silu_mul(rows: int, cols: int) -> RowwiseKernel:
     return RowwiseKernel(rows, cols, (2, 2), (2,), (
         Step("scalar", "Activation", 1, 0, "bf16", transcendental=True),
         Step("vector", "TensorTensor", 1, 0, "bf16"),
-    ))
+    ), tensors=(("gate", A), ("up", A), ("silu(gate) * up", A)))
 
 
 def rope(rows: int, cols: int) -> RowwiseKernel:
@@ -196,7 +225,7 @@ def rope(rows: int, cols: int) -> RowwiseKernel:
         Step("vector", "TensorTensor", 1, 0, "bf16"),          # x * cos
         Step("vector", "TensorTensor", 1, 0, "bf16"),          # rotate_half(x) * sin
         Step("vector", "TensorTensor", 1, 0, "bf16"),          # sum
-    ))
+    ), tensors=(("x", A), ("cos, sin", "weights"), ("rotated x", A)))
 
 
 def router_topk(rows: int, experts: int, top_k: int) -> RowwiseKernel:
@@ -207,17 +236,19 @@ def router_topk(rows: int, experts: int, top_k: int) -> RowwiseKernel:
         Step("vector", "Max8", rounds, 0, "fp32"),             # top-k values, 8 per round
         Step("vector", "FindIndex8", rounds, 0, "fp32"),       # their expert indices
         Step("gpsimd", "Iota", 0, 16 * top_k, "int32"),        # token -> expert slot lists for dispatch
-    ), row_reductions=2)
+    ), row_reductions=2, tensors=(("router logits", A), ("expert weights, indices", A)))
 
 
 def moe_combine(rows: int, cols: int, top_k: int) -> RowwiseKernel:
     return RowwiseKernel(rows, cols, tuple([2] * top_k), (2,), tuple(
-        Step("vector", "TensorScalar" if i == 0 else "TensorTensor", 1, 0, "bf16") for i in range(top_k)))
+        Step("vector", "TensorScalar" if i == 0 else "TensorTensor", 1, 0, "bf16") for i in range(top_k)),
+        tensors=tuple((f"expert output {i + 1}", A) for i in range(top_k)) + (("combined", A),))
 
 
 def embedding(rows: int, cols: int) -> RowwiseKernel:
     """Gather token rows from the embedding table (an indirect DMA) and write the activations."""
-    return RowwiseKernel(rows, cols, (2,), (2,), (Step("gpsimd", "Iota", 0, 1, "int32"),))
+    return RowwiseKernel(rows, cols, (2,), (2,), (Step("gpsimd", "Iota", 0, 1, "int32"),),
+                         tensors=(("embedding rows", "weights"), ("hidden", A)))
 
 
 def sampling(rows: int, vocab: int) -> RowwiseKernel:
@@ -225,7 +256,7 @@ def sampling(rows: int, vocab: int) -> RowwiseKernel:
     return RowwiseKernel(rows, vocab, (2,), (), (
         Step("vector", "Max8", 1, 0, "bf16"),
         Step("vector", "FindIndex8", 1, 0, "bf16"),
-    ), row_reductions=1)
+    ), row_reductions=1, tensors=(("logits", A),))
 
 
 def cross_entropy(rows: int, vocab: int) -> RowwiseKernel:
@@ -233,7 +264,7 @@ def cross_entropy(rows: int, vocab: int) -> RowwiseKernel:
         Step("vector", "TensorReduce", 1, 0, "bf16"),
         Step("exp", "Exponential", 1, 0, "bf16"),
         Step("vector", "TensorScalar", 1, 0, "bf16"),          # softmax - one_hot = dlogits
-    ), row_reductions=2)
+    ), row_reductions=2, tensors=(("logits", A), ("dlogits", "gradients")))
 
 
 def adamw(params: int) -> RowwiseKernel:
@@ -245,18 +276,20 @@ def adamw(params: int) -> RowwiseKernel:
         Step("scalar", "Activation", 1, 0, "fp32", transcendental=True),  # sqrt(v)
         Step("vector", "TensorTensor", 3, 0, "fp32"),          # update with weight decay
         Step("vector", "TensorCopy", 1, 0, "bf16"),            # cast the new weight
-    ))
+    ), tensors=(("master weights (fp32)", "weights"), ("gradient", "gradients"), ("m", "optimizer_state"),
+                ("v", "optimizer_state"), ("new master weights", "weights"), ("new m", "optimizer_state"),
+                ("new v", "optimizer_state"), ("new weights (bf16)", "weights")))
 
 
 def norm_backward(rows: int, cols: int) -> RowwiseKernel:
     return RowwiseKernel(rows, cols, (2, 2), (2,), (
         Step("scalar", "ActivationReduce", 1, 0, "bf16"),
         Step("vector", "TensorTensor", 2, 0, "bf16"),
-    ))
+    ), tensors=(("dy", "gradients"), ("x", A), ("dx", "gradients")))
 
 
 def silu_mul_backward(rows: int, cols: int) -> RowwiseKernel:
     return RowwiseKernel(rows, cols, (2, 2, 2), (2, 2), (
         Step("scalar", "Activation", 1, 0, "bf16", transcendental=True),
         Step("vector", "TensorTensor", 3, 0, "bf16"),
-    ))
+    ), tensors=(("dh", "gradients"), ("gate", A), ("up", A), ("dgate", "gradients"), ("dup", "gradients")))

@@ -20,11 +20,14 @@ attention), each core stores its partial in FP32, the cores meet at a barrier (a
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
 from simcore.lowering import elementwise as E
+from simcore.lowering.buffers import extent
 from simcore.lowering.engines import SYNC, VECTOR
 from simcore.lowering.program import OP, ROLE_IN, ROLE_LINK, ROLE_OUT, Program, ProgramBuilder
 
@@ -72,16 +75,20 @@ def fuse_programs(stages: list[Program], drop_in: list[tuple[int, ...]], drop_ou
     """Concatenate stage programs, dropping stage j's loads of inputs `drop_in[j]` (replaced by a dependency
     on stage j-1's last compute instruction) and its output store when `drop_out[j]`; instructions with
     role LINK get that dependency too."""
-    cat = Program.concat(stages)
-    n = len(cat)
-    sizes = np.array([len(s) for s in stages])
-    offs = np.concatenate([[0], np.cumsum(sizes)])
     # weight prefetch: the later stages' first weight loads are issued at the kernel's start (the Sync engine
     # triggers in order, so left in place they would wait behind the earlier stages' stores)
     # A fused kernel allocates every stage's buffers (they overlap in time: the next stage's weights load
-    # during this one). When they do not all fit SBUF or PSUM, the stages run one after another in
-    # the buffers of the largest -- no prefetch across them.
+    # during this one), one stage's above the other's. When they do not all fit SBUF or PSUM, the stages
+    # run one after another in the buffers of the largest -- no prefetch across them.
     serial = (sum(s.sbuf_bytes for s in stages) > sbuf_budget or sum(s.psum_bytes for s in stages) > psum_bytes)
+    shifts = [{"sbuf": 0, "psum": 0} for _ in stages]
+    if not serial:
+        for j in range(1, len(stages)):
+            shifts[j] = {m: shifts[j - 1][m] + extent(stages[j - 1].buffers, m) for m in ("sbuf", "psum")}
+    cat = Program.concat(stages, shifts)
+    n = len(cat)
+    sizes = np.array([len(s) for s in stages])
+    offs = np.concatenate([[0], np.cumsum(sizes)])
     sbuf_total = max(s.sbuf_bytes for s in stages) if serial else sum(s.sbuf_bytes for s in stages)
     psum_total = max(s.psum_bytes for s in stages) if serial else sum(s.psum_bytes for s in stages)
     drop = np.zeros(n, bool)
@@ -134,5 +141,7 @@ def fuse_programs(stages: list[Program], drop_in: list[tuple[int, ...]], drop_ou
     np.cumsum(np.bincount(pairs[:, 0], minlength=m), out=dep_ptr[1:])
     kept = ~drop
     fields = {f: getattr(cat, f)[kept] for f in Program.ARRAYS}
+    before = np.concatenate([[0], np.cumsum(kept)])  # kept instructions before each index: the buffers' new ranges
+    buffers = tuple(replace(b, first=int(before[b.first]), last=int(before[b.last])) for b in cat.buffers)
     return Program(**fields, dep_ptr=dep_ptr, dep_idx=pairs[:, 1].astype(np.int64), sbuf_bytes=int(sbuf_total),
-                   psum_bytes=int(psum_total))
+                   psum_bytes=int(psum_total), buffers=buffers)

@@ -22,6 +22,7 @@ from simcore.hardware import Hardware
 from simcore.lowering import elementwise as E
 from simcore.lowering import fused as F
 from simcore.lowering.attention import AttentionShape, lower_attention
+from simcore.lowering.buffers import extent, ring
 from simcore.lowering.matmul import lower_matmul
 from simcore.lowering.program import Program, ProgramBuilder
 from simcore.workloads.ops import Op
@@ -233,8 +234,8 @@ def _lower_cached(hw_key: str, spec: KernelSpec) -> Program:
         # the problems of a grouped kernel take disjoint key ranges one after another, so the kernel is
         # their programs concatenated; each problem is lowered once (MoE chips share expert shapes)
         lq = max(1, hw.dma_queues - 1)
-        return Program.concat([_lower_problem(hw_key, m, k, n, spec.dtype, spec.kind == "matmul_q", i % lq)
-                               for i, (m, k, n) in enumerate(spec.args)])
+        return _grouped(hw, [_lower_problem(hw_key, m, k, n, spec.dtype, spec.kind == "matmul_q", i % lq)
+                             for i, (m, k, n) in enumerate(spec.args)])
     elif spec.kind == "fused":
         return _lower_fused(hw_key, spec.args, spec.dtype)
     elif spec.kind == "attention":
@@ -289,6 +290,24 @@ def _lower_fused(hw_key: str, stages: tuple, dtype: str) -> Program:
         drop_out[j - 1] = not (prev[0] == "rowwise" and prev[1] == "residual_add")  # the residual stream is kept
     hw = _HW[hw_key]
     return F.fuse_programs(progs, drop_in, drop_out, hw.sbuf_budget, hw.psum_banks * hw.psum_bank_bytes)
+
+
+def _grouped(hw: Hardware, parts: list[Program]) -> Program:
+    """A grouped matmul's problems one after another, sharing SBUF and PSUM through a ring
+    (simcore.lowering.buffers.ring): a problem's loads wait for the problems whose SBUF it reuses,
+    its first matmul for those whose PSUM banks it reuses, so the core never holds more than it has."""
+    if len(parts) == 1:
+        return parts[0]
+    shifts: list[dict[str, int]] = [{} for _ in parts]
+    waits: list[list[tuple[int, str]]] = [[] for _ in parts]
+    capacity = {"sbuf": hw.sbuf_budget // hw.partitions,
+                "psum": hw.psum_banks * int(hw.data["psum"]["bank_bytes_per_partition"])}
+    for memory, cap in capacity.items():
+        starts, reuse = ring([extent(p.buffers, memory) for p in parts], cap)
+        for i, (a, js) in enumerate(zip(starts, reuse)):
+            shifts[i][memory] = a
+            waits[i] += [(j, memory) for j in js]
+    return Program.concat(parts, shifts, waits)
 
 
 @lru_cache(maxsize=1024)

@@ -27,6 +27,7 @@ from simcore.dtypes import dtype_bytes, is_mx
 from simcore.errors import ConfigError
 from simcore.hardware import Hardware
 from simcore.lowering import costs as C
+from simcore.lowering.buffers import Buffer, slots
 from simcore.lowering.engines import MATRIX, SCALAR, TENSOR, VECTOR
 from simcore.lowering.program import OP as C_OP, ROLE_IN, ROLE_OUT, ProgramBuilder
 
@@ -43,7 +44,7 @@ class MatmulPlan:
     mbt: int    # m tiles per block
     kbt: int    # k steps per block
     nbuf: int   # SBUF buffers per input stream
-    sbuf_bytes: int   # every SBUF buffer the kernel allocates (see matmul_buffers)
+    sbuf_bytes: int   # every SBUF buffer the kernel allocates (the sum of matmul_buffers')
     est_ns: float
     a_resident: bool = False   # A loaded once and kept for every n block
     psum_res: bool = False     # accumulators stay in PSUM across k blocks
@@ -58,29 +59,48 @@ def _sizes(total: int, tile: int) -> np.ndarray:
 
 
 def matmul_buffers(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float, quant: bool,
-                   nbt: int, mbt: int, kbt: int, nbuf: int) -> tuple[int, bool, bool, int]:
-    """(SBUF bytes, A resident, PSUM-resident accumulators, PSUM banks) of a blocking: what the
-    lowering allocates. SBUF: `nbuf` slots per input stream (A in its HBM dtype plus its quantised
-    copy, B), or all of A when it stays resident across n blocks; the fp32 SBUF accumulator of one
-    block when K spans several blocks and the accumulators do not stay in PSUM; OUT_BUFS bf16
-    output tiles. PSUM: two sets of a group's banks (one accumulating while the other is evacuated)."""
+                   nbt: int, mbt: int, kbt: int, nbuf: int) -> tuple[list[Buffer], bool, bool]:
+    """(buffers, A resident, PSUM-resident accumulators) of a blocking: what the lowering allocates.
+    SBUF: `nbuf` slots per input stream (A^T in its HBM dtype plus its quantised copy, B), or all of
+    A^T when it stays resident across n blocks; the fp32 SBUF accumulator of one block when K spans
+    several blocks and the accumulators do not stay in PSUM; OUT_BUFS bf16 output tiles. PSUM: two
+    sets of a group's banks (one accumulating while the other is evacuated). A^T and B have the
+    contraction on their partitions; the accumulator and output tiles the rows of C."""
     P = hw.partitions
     kp = hw.contraction_per_pass(dtype)
     mt, kt, nt = math.ceil(m / P), math.ceil(k / kp), math.ceil(n / MOVING)
     nbt, mbt, kbt = min(nbt, nt), min(mbt, mt), min(kbt, kt)
     wb = dtype_bytes(dtype)
-    q_bytes = wb if quant else 0.0
     kb, mrows, ncols = min(k, kbt * kp), min(m, mbt * P), min(n, nbt * MOVING)
     nblk, mblk, kblk = math.ceil(nt / nbt), math.ceil(mt / mbt), math.ceil(kt / kbt)
-    a_total = m * k * (a_bytes + q_bytes)
+    rows_per_partition = max(1, kp // P)  # MX passes put 4 contraction rows on each partition
+    a_total = m * k * (a_bytes + (wb if quant else 0.0))
     a_res = mblk == 1 and nblk > 1 and a_total <= hw.sbuf_budget / 8
     psum_res = kblk > 1 and mbt * nbt <= hw.psum_banks // 2
-    a_mem = a_total if a_res else nbuf * kb * mrows * (a_bytes + q_bytes)
-    b_mem = nbuf * kb * ncols * wb
-    acc = mrows * ncols * 4 if (kblk > 1 and not psum_res) else 0
-    out = OUT_BUFS * P * ncols * 2
-    banks = 2 * (mbt * nbt if psum_res else nbt)
-    return int(math.ceil(a_mem + b_mem + acc + out)), a_res, psum_res, banks
+    a_in = "A^T (bf16, to quantise)" if quant else "A^T"
+    out: list[Buffer] = []
+    if a_res:
+        kparts = min(P, math.ceil(k / rows_per_partition))
+        out.append(Buffer(a_in + ", resident", "activations", kparts, math.ceil(m * k * a_bytes)))
+        if quant:
+            out.append(Buffer(f"A^T ({dtype}), resident", "activations", kparts, math.ceil(m * k * wb)))
+    else:
+        kparts = min(P, math.ceil(kb / rows_per_partition))
+        out += slots(a_in + " block", "activations", kparts, math.ceil(kb * mrows * a_bytes), nbuf)
+        if quant:
+            out += slots(f"A^T ({dtype}) block", "activations", kparts, math.ceil(kb * mrows * wb), nbuf)
+    out += slots("B block", "weights", min(P, math.ceil(kb / rows_per_partition)), math.ceil(kb * ncols * wb), nbuf)
+    if kblk > 1 and not psum_res:
+        out.append(Buffer("C accumulator (fp32)", "accumulators", min(P, mrows), mrows * ncols * 4))
+    out += slots("C tile (bf16)", "activations", P, P * ncols * 2, OUT_BUFS)
+    banks = mbt * nbt if psum_res else nbt
+    out += slots("C partial sums (fp32)", "accumulators", P, banks * hw.psum_bank_bytes, 2, "psum")
+    return out, a_res, psum_res
+
+
+def footprint(buffers: list[Buffer], memory: str) -> int:
+    """Bytes of the buffers in `memory` (`sbuf` or `psum`)."""
+    return sum(b.bytes for b in buffers if b.memory == memory)
 
 
 def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float, quant: bool = False) -> MatmulPlan:
@@ -115,7 +135,8 @@ def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float
                 blk_dma = float(C.dma_ns(hw, a_blk, P) + C.dma_ns(hw, b_blk, P))
                 blk_te = min(mbt, mt) * min(kbt, kt) * min(nbt, nt) * mm_avg
                 nbuf = 2 if blk_dma + d["latency_ns"] <= blk_te else 3
-                sbuf, a_res, psum_res, banks = matmul_buffers(hw, m, k, n, dtype, a_bytes, quant, nbt, mbt, kbt, nbuf)
+                bufs, a_res, psum_res = matmul_buffers(hw, m, k, n, dtype, a_bytes, quant, nbt, mbt, kbt, nbuf)
+                sbuf, banks = footprint(bufs, "sbuf"), footprint(bufs, "psum") // hw.psum_bank_bytes
                 if sbuf > budget or banks > hw.psum_banks:
                     continue
                 dma = blocks * blk_dma + float(C.dma_ns(hw, m * n * 2, P))
@@ -167,8 +188,8 @@ def lower_matmul(b: ProgramBuilder, hw: Hardware, m: int, k: int, n: int, dtype:
     store_queue = Q - 1
     mx = is_mx(dtype)
     assert plan.sbuf_bytes <= hw.sbuf_budget and plan.psum_banks <= hw.psum_banks
-    b.sbuf_bytes = max(b.sbuf_bytes, plan.sbuf_bytes)
-    b.psum_bytes = max(b.psum_bytes, plan.psum_banks * hw.psum_bank_bytes)
+    bufs, _, _ = matmul_buffers(hw, m, k, n, dtype, a_hbm_bytes, quant, plan.nbt, plan.mbt, plan.kbt, plan.nbuf)
+    b.alloc(bufs, int(hw.data["psum"]["bank_bytes_per_partition"]))
 
     # blocks in loop order (n block, m block, k block)
     B_nb, B_mb, B_kb = (x.ravel() for x in np.meshgrid(np.arange(n_blocks), np.arange(m_blocks), np.arange(k_blocks),

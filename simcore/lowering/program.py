@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from simcore.dtypes import DTYPE_TABLE
+from simcore.lowering.buffers import Buffer, stack
 from simcore.lowering.costs import dma_ns
 from simcore.lowering.engines import N_COMPUTE_ENGINES, SYNC
 
@@ -81,6 +82,7 @@ class Program:
     dep_idx: np.ndarray     # int64 indices of earlier instructions
     sbuf_bytes: int = 0     # SBUF footprint of the kernel's buffers
     psum_bytes: int = 0     # PSUM footprint
+    buffers: tuple[Buffer, ...] = ()  # the SBUF/PSUM buffers behind the footprints (simcore.lowering.buffers)
 
     ARRAYS = ("engine", "dur", "lat", "opcode", "dtype", "flops", "bytes", "partitions", "src", "dst", "hbm_read",
               "hbm_write", "pe", "role")
@@ -97,20 +99,60 @@ class Program:
         return int(arr.sum() if mask is None else arr[mask].sum())
 
     @staticmethod
-    def concat(parts: list["Program"]) -> "Program":
+    def concat(parts: list["Program"], shifts: list[dict[str, int]] | None = None,
+               waits: list[list[tuple[int, str]]] | None = None) -> "Program":
         """Programs run one after another in program order (each keeps its own dependencies):
-        what one builder gives for pieces added at increasing, non-overlapping keys."""
-        if len(parts) == 1:
+        what one builder gives for pieces added at increasing, non-overlapping keys. `shifts[i]`
+        moves part i's buffers up by so many bytes per memory; `waits[i]` holds (earlier part j,
+        memory): part i's first instruction that writes that memory (SBUF: its first Sync
+        instruction, which triggers its loads; PSUM: its first PE instruction) waits for part j's
+        last instruction, as it reuses part j's addresses there."""
+        if len(parts) == 1 and not shifts:
             return parts[0]
         sizes = np.array([len(p) for p in parts], np.int64)
         offs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         ndeps = np.array([len(p.dep_idx) for p in parts], np.int64)
         doffs = np.concatenate([[0], np.cumsum(ndeps)[:-1]])
         arrays = {f: np.concatenate([getattr(p, f) for p in parts]) for f in Program.ARRAYS}
-        dep_idx = np.concatenate([p.dep_idx + o for p, o in zip(parts, offs)])
+        dep_idx = np.concatenate([p.dep_idx + o for p, o in zip(parts, offs)]).astype(np.int64)
         dep_ptr = np.concatenate([[0]] + [p.dep_ptr[1:] + d for p, d in zip(parts, doffs)]).astype(np.int64)
-        return Program(**arrays, dep_ptr=dep_ptr, dep_idx=dep_idx.astype(np.int64),
-                       sbuf_bytes=max(p.sbuf_bytes for p in parts), psum_bytes=max(p.psum_bytes for p in parts))
+        if waits and any(waits):
+            dep_ptr, dep_idx = _add_waits(parts, offs, waits, dep_ptr, dep_idx)
+        shifts = shifts or [{"sbuf": 0, "psum": 0}] * len(parts)
+        buffers = tuple(b.placed(int(o), len(p), sh) for p, o, sh in zip(parts, offs, shifts) for b in p.buffers)
+        return Program(**arrays, dep_ptr=dep_ptr, dep_idx=dep_idx,
+                       sbuf_bytes=max(p.sbuf_bytes for p in parts), psum_bytes=max(p.psum_bytes for p in parts),
+                       buffers=buffers)
+
+
+def _last_per_engine(p: Program) -> list[int]:
+    """The last instruction of each engine queue `p` uses: a queue runs in order, so once these
+    have finished, all of `p` has."""
+    last = np.full(int(p.engine.max()) + 1, -1, np.int64)
+    np.maximum.at(last, p.engine.astype(np.int64), np.arange(len(p), dtype=np.int64))
+    return [int(x) for x in last if x >= 0]
+
+
+def _add_waits(parts: list[Program], offs: np.ndarray, waits: list[list[tuple[int, str]]], dep_ptr: np.ndarray,
+               dep_idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Program.concat's `waits` as extra dependencies (first in their owner's list: their predecessors
+    come before any of the owner's own part, so each list stays sorted)."""
+    owners, preds = [], []
+    ends = [_last_per_engine(p) for p in parts]
+    for i, ws in enumerate(waits):
+        p = parts[i]
+        for j, memory in sorted(set(ws)):
+            first = np.flatnonzero(p.engine == SYNC if memory == "sbuf" else p.pe)
+            if len(first):
+                owners += [int(offs[i] + first[0])] * len(ends[j])
+                preds += [int(offs[j] + e) for e in ends[j]]
+    if not owners:
+        return dep_ptr, dep_idx
+    order = np.lexsort((np.array(preds), np.array(owners)))
+    own, pre = np.array(owners, np.int64)[order], np.array(preds, np.int64)[order]
+    dep_idx = np.insert(dep_idx, dep_ptr[own], pre)
+    counts = np.bincount(own, minlength=len(dep_ptr) - 1)
+    return dep_ptr + np.concatenate([[0], np.cumsum(counts)]), dep_idx
 
 
 @dataclass
@@ -141,6 +183,15 @@ class ProgramBuilder:
     count: int = 0
     sbuf_bytes: int = 0
     psum_bytes: int = 0
+    buffers: list[Buffer] = field(default_factory=list)
+
+    def alloc(self, buffers: list[Buffer], bank_bytes: int) -> None:
+        """Record the buffers a lowering allocates, at a bump allocator's addresses (PSUM on banks of
+        `bank_bytes` per partition); the footprints become the larger of what they were and these
+        buffers' totals per memory."""
+        self.buffers.extend(stack(buffers, bank_bytes))
+        self.sbuf_bytes = max(self.sbuf_bytes, sum(b.bytes for b in buffers if b.memory == "sbuf"))
+        self.psum_bytes = max(self.psum_bytes, sum(b.bytes for b in buffers if b.memory == "psum"))
 
     def add(self, engine, key, dur, opcode, dtype: str, deps=(), *, lat: float = 0.0,
             flops=0, bytes=0, partitions=0, src: str | None = None, dst: str | None = None,
@@ -251,4 +302,5 @@ class ProgramBuilder:
             dep_idx=pre,
             sbuf_bytes=int(self.sbuf_bytes),
             psum_bytes=int(self.psum_bytes),
+            buffers=tuple(self.buffers),
         )

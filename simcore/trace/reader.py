@@ -69,8 +69,10 @@ def read_meta(path: Path) -> dict[str, Any]:
     tables = meta.get("tables")
     if not isinstance(tables, dict):
         raise TraceFormatError(f"{meta_path} has no 'tables' object.")
-    for name in S.TABLES:
+    for name, spec in S.TABLES.items():
         entry = tables.get(name)
+        if entry is None and not spec.required:
+            continue  # a table a later minor version added: absent from an older trace
         if not isinstance(entry, dict) or not ("file" in entry or "partitions" in entry):
             raise TraceFormatError(f"{path} is missing the required table '{name}'.")
     for name in S.TABLES:
@@ -83,8 +85,10 @@ def read_meta(path: Path) -> dict[str, Any]:
 
 
 def _table_parts(path: Path, meta: dict[str, Any], name: str) -> list[tuple[int | None, Path, int | None]]:
-    """(chip, file, rows from meta) for each file of a table."""
-    entry = meta["tables"][name]
+    """(chip, file, rows from meta) for each file of a table (none for an absent optional table)."""
+    entry = meta["tables"].get(name)
+    if entry is None:
+        return []
     if "partitions" in entry:
         parts = entry["partitions"]
         if not isinstance(parts, list):
@@ -288,6 +292,10 @@ class Trace:
     def table_names(self) -> tuple[str, ...]:
         return tuple(self.meta["tables"])
 
+    def has_table(self, name: str) -> bool:
+        """Whether the trace has `name` (a table a later minor version added may be absent)."""
+        return name in self.meta["tables"]
+
     def row_count(self, name: str) -> int:
         """Rows of a table, from meta.json (no read)."""
         return sum(int(rows or 0) for _, _, rows in _table_parts(self.path, self.meta, name))
@@ -295,13 +303,14 @@ class Trace:
     def partition_chips(self, name: str) -> list[int] | None:
         """The chips a partitioned table is split into; None if it is one file."""
         chips = [chip for chip, _, _ in _table_parts(self.path, self.meta, name)]
-        return None if chips == [None] else [int(c) for c in chips if c is not None]
+        return None if chips in ([None], []) else [int(c) for c in chips if c is not None]
 
     # -- tables ------------------------------------------------------------------
     def table(self, name: str, chips: list[int] | None = None) -> pa.Table:
         """The table `name`, memory-mapped; `chips` loads only those partitions.
 
-        `chips` only narrows partitioned tables; an unpartitioned table is returned whole.
+        `chips` only narrows partitioned tables; an unpartitioned table is returned whole. A table the
+        trace lacks (one a later minor version added, `has_table`) reads as empty.
         """
         spec = S.spec(name)
         key = (name, tuple(sorted(chips)) if chips is not None else None)
@@ -309,7 +318,7 @@ class Trace:
         if cached is not None:
             return cached
         parts = _table_parts(self.path, self.meta, name)
-        if chips is not None and parts[0][0] is not None:
+        if chips is not None and parts and parts[0][0] is not None:
             wanted = set(chips)
             parts = [p for p in parts if p[0] in wanted]
         tables = [self._file(f, spec, rows) for _, f, rows in parts]

@@ -7,6 +7,7 @@ version of its major and refuses a newer major with a clear message.
 1.1 added the `runtime` track kind; 1.2 the optional `tracks.lcore` column (logical NeuronCores) and the
 optional `collectives.hbm_read_bytes` / `hbm_write_bytes` (the HBM a collective's DMA reads and writes).
 1.3 added a checksum of every table file in meta.json (CHECKSUM).
+1.4 the optional table `sbuf_allocations` (the SBUF and PSUM buffers of instruction-detail cores' kernels).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 FORMAT_NAME = "trnx-trace"
-FORMAT_VERSION = "1.3"
+FORMAT_VERSION = "1.4"
 FORMAT_MAJOR = 1
 META_FILE = "meta.json"
 TABLE_SUFFIX = ".arrow"
@@ -108,6 +109,13 @@ class TableSpec:
     track_column: str | None = None
     start_column: str | None = None
     duration_column: str | None = None
+    since: str | None = None
+    """The minor version that added the table (None: every v1 trace has it). A trace written
+    before it may lack it; readers then treat it as absent, never as an error."""
+
+    @property
+    def required(self) -> bool:
+        return self.since is None
 
     @property
     def schema(self) -> pa.Schema:
@@ -272,10 +280,40 @@ FLOWS = TableSpec(
     ),
 )
 
+ALLOCATION_KINDS = ("weights", "activations", "kv_cache", "accumulators", "scratch", "optimizer_state", "gradients")
+ALLOCATION_MEMORIES = ("sbuf", "psum")
+
+SBUF_ALLOCATIONS = TableSpec(
+    "sbuf_allocations",
+    "The SBUF and PSUM buffers each kernel allocates on an instruction-detail core (1.4): one row per tensor and "
+    "buffer slot (a triple-buffered stream is three rows), as the simulator's lowering sized them from its tiles, "
+    "blocking and multi-buffering. A kernel's SBUF rows add up to its `State Buffer Usage` sample, its PSUM rows to "
+    "its `PSUM Usage` one (a grouped matmul's problems, which take turns through the core's memory, each add up to "
+    "at most those). At no instant do a core's allocations of one memory exceed it, in bytes or in any partition, "
+    "nor do two of them hold the same address of a partition. Traces before 1.4 have no such table; an imported "
+    "trace has it empty.",
+    (
+        _c("chip", I32, "", "Chip index."),
+        _c("core", I32, "", "NeuronCore index on the chip."),
+        _c("memory", STRING, "", "`sbuf` or `psum`."),
+        _c("partition_start", I32, "", "First partition the buffer spans."),
+        _c("partitions", I32, "", "Partitions it spans, from `partition_start`."),
+        _c("address", I64, "bytes", "Byte offset of the buffer in each of its partitions (PSUM: a bank boundary)."),
+        _c("bytes", I64, "bytes", "Bytes allocated over all its partitions (`bytes / partitions` in each, rounded up)."),
+        _c("start_ns", I64, "ns", "Start of the first instruction of the program range that allocates it (the kernel, or one problem of a grouped matmul)."),
+        _c("end_ns", I64, "ns", "End of that range's last instruction (>= `start_ns`)."),
+        _c("kernel_id", I64, "", "The kernel that allocated it (`kernels.kernel_id`)."),
+        _c("tensor", STRING, "", "What it holds, by the lowering's name (`A^T block [2/3]`, `B block [1/2]`, `K^T (resident, 2 owners)`, `exp(S - max) [4/5]`)."),
+        _c("kind", STRING, "", ", ".join(f"`{k}`" for k in ALLOCATION_KINDS) + "."),
+    ),
+    since="1.4",
+)
+
 TABLES: dict[str, TableSpec] = {
-    t.name: t for t in (TRACKS, INSTRUCTIONS, DMA, KERNELS, OPS, COLLECTIVES, COUNTERS, FLOWS)
+    t.name: t for t in (TRACKS, INSTRUCTIONS, DMA, KERNELS, OPS, COLLECTIVES, COUNTERS, FLOWS, SBUF_ALLOCATIONS)
 }
-"""Every table of format v1, all required (a writer writes empty ones it has no rows for)."""
+"""Every table of format v1. A writer writes every table (empty ones it has no rows for); a reader
+requires those without `since` and treats a missing later one as absent."""
 
 PARTITION_KEY = "chip"
 """Big tables may be split per chip: `<table>/chip=<n>/part-<k>.arrow` (Hive style)."""

@@ -60,6 +60,8 @@ def check_data(file: Path, spec: S.TableSpec, table: pa.Table) -> None:
             )
     if spec.name == "collectives":
         _check_collectives(file, table)
+    if spec.name == "sbuf_allocations":
+        _check_allocations(file, table)
     if spec.track_column is not None and spec.start_column is not None:
         _check_sorted(file, spec, table)
 
@@ -124,3 +126,13 @@ def _check_collectives(file: Path, table: pa.Table) -> None:
     ):
         if bad.any():
             raise TraceFormatError(f"{file} row {int(np.argmax(bad))} {what}.")
+
+
+def _check_allocations(file: Path, table: pa.Table) -> None:
+    """An allocation ends no earlier than it starts and spans at least one partition from 0 up."""
+    start, end = _numpy(table, "start_ns"), _numpy(table, "end_ns")
+    bad = np.flatnonzero((end < start) | (_numpy(table, "partitions") <= 0) | (_numpy(table, "partition_start") < 0)
+                         | (_numpy(table, "bytes") < 0) | (_numpy(table, "address") < 0))
+    if len(bad):
+        raise TraceFormatError(f"{file} has an impossible allocation at row {int(bad[0])} (it ends before it starts, "
+                               "or spans no partition, or has a negative address or size).")

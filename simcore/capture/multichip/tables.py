@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simcore.capture.allocations import AllocationRows
 from simcore.capture.multichip.chipsim import ChipSim
 from simcore.capture.multichip.compose import Timeline
 from simcore.capture.program_rows import cross_engine_flows, rows_by_track
@@ -80,6 +81,7 @@ class MultiChipTables:
         self._ops(class_programs)
         self._orders: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.kernel_names = Vocab()
+        self.allocations = AllocationRows()
         self.class_name_map = [np.array([self.kernel_names.code(n) for n in s.names] or [0], np.int64) for s in sims]
 
     def ranks_of(self, chip: int) -> range:
@@ -403,6 +405,7 @@ class MultiChipTables:
             self.next_event += n
             for track, is_dma, rows in rows_by_track(p, ids, s, e, int(kid[d.kernel_row]), lay.engine_base[d.core]):
                 (dma if is_dma else instr).setdefault(track, []).append(rows)
+            self.allocations.add(chip, d.core + self.base_core(rank), int(kid[d.kernel_row]), p, s, e)
             f = cross_engine_flows(p, ids)
             if f is not None:
                 flows.append(f)
@@ -415,6 +418,9 @@ class MultiChipTables:
         if flows:
             w.write("flows", {"src_id": np.concatenate([f[0] for f in flows]),
                               "dst_id": np.concatenate([f[1] for f in flows]), "kind": "semaphore"}, chip=chip)
+        allocations = self.allocations.columns()
+        if allocations is not None:
+            w.write("sbuf_allocations", allocations, chip=chip)
 
     def _cc_stream(self, rank: int, comms: list[CommRef]) -> dict[str, np.ndarray] | None:
         """The collective engine's instructions on one core of a rank: each collective's steps laid
