@@ -34,13 +34,20 @@ class _Layout:
         self.bytes = np.array([b.bytes for b in bufs], np.int64)
         self.tensor = np.array([tensors.code(b.tensor) for b in bufs], np.int32)
         self.kind = np.array([KIND_VALUES.index(b.kind) for b in bufs], np.int32)
-        # a PSUM buffer is first written by the range's PE instructions (a grouped matmul's problem
-        # waits there for the banks it reuses); an SBUF one by any instruction of the range
+        # a PSUM buffer is in use from the range's first PE instruction (which writes it; a grouped
+        # matmul's problem waits there for the banks it reuses) to its last compute instruction (the
+        # last evacuation reads it); an SBUF one from the range's first instruction to its last
         ranges = [(b.first, n if b.last < 0 else b.last, b.memory == "psum") for b in bufs]
         self.ranges = sorted(set(ranges))
         self.range_of = np.array([self.ranges.index(r) for r in ranges], np.int64)
-        self.users = [np.flatnonzero(p.pe[a:b]) + a if pe and p.pe[a:b].any() else slice(a, b)
-                      for a, b, pe in self.ranges]
+        compute = p.partitions == 0
+        self.first = [_some(np.flatnonzero(p.pe[a:b]) + a, a, b) if psum else slice(a, b) for a, b, psum in self.ranges]
+        self.last = [_some(np.flatnonzero(compute[a:b]) + a, a, b) if psum else slice(a, b) for a, b, psum in self.ranges]
+
+
+def _some(idx: np.ndarray, a: int, b: int) -> np.ndarray | slice:
+    """`idx` if it holds any instruction, else the whole range [a, b)."""
+    return idx if len(idx) else slice(a, b)
 
 
 class AllocationRows:
@@ -58,8 +65,8 @@ class AllocationRows:
         lay = self._layouts.get(id(p))
         if lay is None:
             lay = self._layouts[id(p)] = _Layout(p, self.tensors)
-        t0 = np.array([start[u].min() for u in lay.users], np.int64)
-        t1 = np.array([end[a:b].max() for a, b, _ in lay.ranges], np.int64)
+        t0 = np.array([start[u].min() for u in lay.first], np.int64)
+        t1 = np.array([end[u].max() for u in lay.last], np.int64)
         n = len(lay.bytes)
         self._parts.append({
             "chip": np.full(n, chip, np.int32), "core": np.full(n, core, np.int32), "memory": lay.memory,

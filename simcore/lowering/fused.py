@@ -79,18 +79,19 @@ def fuse_programs(stages: list[Program], drop_in: list[tuple[int, ...]], drop_ou
     # triggers in order, so left in place they would wait behind the earlier stages' stores)
     # A fused kernel allocates every stage's buffers (they overlap in time: the next stage's weights load
     # during this one), one stage's above the other's. When they do not all fit SBUF or PSUM, the stages
-    # run one after another in the buffers of the largest -- no prefetch across them.
-    serial = (sum(s.sbuf_bytes for s in stages) > sbuf_budget or sum(s.psum_bytes for s in stages) > psum_bytes)
+    # run one after another in the buffers of the largest -- no prefetch across them (in the memory that
+    # does fit, the stages' buffers still sit one above the other).
+    fits = {"sbuf": sum(s.sbuf_bytes for s in stages) <= sbuf_budget, "psum": sum(s.psum_bytes for s in stages) <= psum_bytes}
+    serial = not (fits["sbuf"] and fits["psum"])
     shifts = [{"sbuf": 0, "psum": 0} for _ in stages]
-    if not serial:
-        for j in range(1, len(stages)):
-            shifts[j] = {m: shifts[j - 1][m] + extent(stages[j - 1].buffers, m) for m in ("sbuf", "psum")}
+    for j in range(1, len(stages)):
+        shifts[j] = {m: shifts[j - 1][m] + extent(stages[j - 1].buffers, m) if fits[m] else 0 for m in fits}
     cat = Program.concat(stages, shifts)
     n = len(cat)
     sizes = np.array([len(s) for s in stages])
     offs = np.concatenate([[0], np.cumsum(sizes)])
-    sbuf_total = max(s.sbuf_bytes for s in stages) if serial else sum(s.sbuf_bytes for s in stages)
-    psum_total = max(s.psum_bytes for s in stages) if serial else sum(s.psum_bytes for s in stages)
+    sbuf_total = sum(s.sbuf_bytes for s in stages) if fits["sbuf"] else max(s.sbuf_bytes for s in stages)
+    psum_total = sum(s.psum_bytes for s in stages) if fits["psum"] else max(s.psum_bytes for s in stages)
     drop = np.zeros(n, bool)
     rep = np.full(n, -1, np.int64)           # what a dropped instruction's dependents wait for instead
     link_own, link_dep = [], []

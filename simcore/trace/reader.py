@@ -127,7 +127,9 @@ def _checksums(path: Path, meta: dict[str, Any]) -> dict[Path, str]:
     """The checksum meta.json records for each table file (none before format 1.3)."""
     out: dict[Path, str] = {}
     for name in S.TABLES:
-        entry = meta["tables"][name]
+        entry = meta["tables"].get(name)
+        if entry is None:  # an optional table this (older) trace lacks
+            continue
         entries = entry["partitions"] if "partitions" in entry else [entry]
         for e in entries:
             value = e.get(S.CHECKSUM)

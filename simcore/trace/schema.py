@@ -288,8 +288,8 @@ SBUF_ALLOCATIONS = TableSpec(
     "The SBUF and PSUM buffers each kernel allocates on an instruction-detail core (1.4): one row per tensor and "
     "buffer slot (a triple-buffered stream is three rows), as the simulator's lowering sized them from its tiles, "
     "blocking and multi-buffering. A kernel's SBUF rows add up to its `State Buffer Usage` sample, its PSUM rows to "
-    "its `PSUM Usage` one (a grouped matmul's problems, which take turns through the core's memory, each add up to "
-    "at most those). At no instant do a core's allocations of one memory exceed it, in bytes or in any partition, "
+    "its `PSUM Usage` one (a grouped matmul's problems, and a fused kernel's stages when they do not all fit, take "
+    "turns through the core's memory: the largest of them adds up to those). At no instant do a core's allocations of one memory exceed it, in bytes or in any partition, "
     "nor do two of them hold the same address of a partition. Traces before 1.4 have no such table; an imported "
     "trace has it empty.",
     (

@@ -39,6 +39,7 @@ NON_NEGATIVE = {
     "dma": ("bytes", "partitions"),
     "kernels": ("flops", "model_flops", "hbm_read_bytes", "hbm_write_bytes"),
     "collectives": ("bytes", "group_size", "rank"),
+    "sbuf_allocations": ("partition_start", "partitions", "address", "bytes"),
 }
 # Time columns (start, sample or end) per table; ends are checked as start + duration too.
 TIMES = {
@@ -48,6 +49,7 @@ TIMES = {
     "ops": ("start_ns",),
     "collectives": ("arrive_ns", "start_ns", "end_ns"),
     "counters": ("time_ns",),
+    "sbuf_allocations": ("start_ns", "end_ns"),
 }
 DURATIONS = {"instructions": "dur_ns", "dma": "dur_ns", "kernels": "dur_ns", "ops": "dur_ns"}
 TRACK_TABLES = ("instructions", "dma", "kernels", "collectives", "counters")
@@ -182,7 +184,7 @@ def check_rows(path: Path, name: str, table: pa.Table, n_tracks: int, hardware: 
             raise TraceFormatError(
                 f"{_where(path, name)} refers to track {bad}, which the tracks table lacks (it has tracks 0..{n_tracks - 1})."
             )
-    if name in ("kernels", "collectives"):
+    if name in ("kernels", "collectives", "sbuf_allocations"):
         _check_chip_core(path, name, table, hardware)
     for column in NON_NEGATIVE.get(name, ()):
         lo, _ = _min_max(table.column(column)) or (0, 0)
