@@ -20,6 +20,7 @@ from explorer.ui.tools.annotations_view import AnnotationsLayer, QtAnnotations
 from explorer.ui.tools.collective_chart import QtCollectiveChart
 from explorer.ui.tools.icicle_view import QtIcicle
 from explorer.ui.tools.layouts import Layouts
+from explorer.ui.tools.memory_view import QtMemoryView
 from explorer.ui.tools.regions_view import QtRegions
 from explorer.ui.tools.query_console import QtQueryConsole
 from explorer.ui.tools.query_track_view import QtQueryTracks
@@ -62,6 +63,10 @@ class Tools:
         self.regions = QtRegions()
         window.add_panel("Regions", self.regions, Qt.RightDockWidgetArea)
         self.regions.region_shown.connect(self._show_region)
+        self.memory = QtMemoryView()
+        window.add_panel("Memory", self.memory, Qt.BottomDockWidgetArea)
+        self.memory.kernel_requested.connect(self._go_to_kernel)
+        window.view.viewport.changed.connect(self.memory.set_window)
         self.mark = QShortcut(QKeySequence("M"), window, self.mark_here)
         self.mark.setObjectName("shortcut-marker")
         self.mark.setEnabled(False)  # a marker belongs to a trace: with none open, M is an ordinary key
@@ -174,6 +179,8 @@ class Tools:
         self.collective_chart.set_trace(loaded.index.trace, float(loaded.index.span[0]))
         self.regions.set_index(loaded.index)
         self.icicle.set_trace(loaded.index.trace)
+        self.memory.set_trace(loaded.index.trace, float(loaded.index.span[0]))
+        self.memory.set_window(self.window.view.viewport.t0, self.window.view.viewport.t1)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
@@ -185,6 +192,7 @@ class Tools:
         self.collective_chart.set_trace(None)
         self.regions.set_index(None)
         self.icicle.set_trace(None)
+        self.memory.set_trace(None)
         for t in list(self.query_tracks.tracks):
             self.query_tracks.unpin(t.name)
 
@@ -195,6 +203,15 @@ class Tools:
             self._error("Cannot go there", f"no instruction or DMA transfer has id {event_id}.")
             return
         self.window.highlight(ref)
+
+    def _go_to_kernel(self, kernel_id: int) -> None:
+        """Select a kernel on the timeline (a memory view click)."""
+        index = self.window.view.index
+        if index is None:
+            return
+        rows = (index.tables["kernels"].column("kernel_id") == kernel_id).nonzero()[0]
+        if len(rows):
+            self.window.highlight(EventRef("kernels", int(rows[0])))
 
     def _go_to_slowest(self, table: str, ident: int, start: float, dur: float) -> None:
         index = self.window.view.index

@@ -1,0 +1,120 @@
+"""The Memory view through the real window: lanes that follow the timeline, the owner on hover, a click
+that selects the kernel; and what it says for traces without allocation data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QToolTip, QWidget
+
+import simcore
+from explorer.model import memory as M
+from explorer.ui import palette as P
+from simcore.trace import open_trace
+
+
+@pytest.fixture(scope="module")
+def decode(tmp_path_factory):
+    out = tmp_path_factory.mktemp("mem") / "decode.trnx"
+    return simcore.capture(workload="llama3.1-8b", phase="decode", batch=8, context=4096, layers=1, cores="0",
+                           out_path=out)
+
+
+def open_memory(qtbot, path):
+    from explorer.ui import open_window
+
+    w = open_window(path)
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.activateWindow()  # as a user's window is (pointer moves reach the active window)
+    qtbot.waitActive(w)
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: w.analysis.session.analysis is not None, timeout=30_000)  # (it raises its own panels)
+    w.panels["Memory"].raise_()
+    mem = w.findChild(QWidget, "memory-view")
+    qtbot.waitUntil(lambda: mem.data is not None, timeout=20_000)
+    return w, mem
+
+
+def test_model_raster_is_the_bytes_each_partition_holds(decode):
+    """One pixel per partition over 1 ns: the fill is exactly the bytes held there over the partition's size."""
+    t = open_trace(decode)
+    data = M.load_memory(t)
+    a = t.to_pandas("sbuf_allocations")
+    a = a[(a.memory == "sbuf") & (a.core == 0)]
+    lane = next(lane for lane in data.lanes if lane.memory == "sbuf" and lane.core == 0)
+    when = int(a[a.kind == "kv_cache"].start_ns.iloc[0]) + 1
+    r = M.raster(data, lane, when, when + 1, "partitions", 1, 128)
+    live = a[(a.start_ns <= when) & (a.end_ns > when + 1)]
+    per_partition = np.zeros(128)
+    for row in live.itertuples():
+        per_partition[row.partition_start:row.partition_start + row.partitions] += -(-row.bytes // row.partitions)
+    capacity = t.hardware["sbuf"]["bytes_per_core"] / 128
+    assert np.allclose(r.fill[:, 0], per_partition / capacity)
+    top = live.groupby("kind", observed=True).bytes.sum().idxmax()  # full-width buffers: the most bytes wins
+    assert M.ALLOCATION_KINDS[int(r.kind[0, 0]) - 1] == top
+    assert M.held_at(data, lane, when)[0] == live.bytes.sum()
+
+
+def test_lanes_follow_the_timeline_hover_names_the_owner_click_selects_the_kernel(qtbot, decode):
+    w, mem = open_memory(qtbot, decode)
+    assert mem.data.reason is None and [lane.label for lane in mem.lanes()] == ["chip 0 core 0 SBUF"]
+    assert "SBUF allocations on 1 core" in mem.status.text()
+    t = w.view.index.trace
+    a = t.to_pandas("sbuf_allocations")
+    k = t.to_pandas("kernels").set_index("kernel_id")
+    row = int(np.flatnonzero((a.kind == "kv_cache").to_numpy() & a.tensor.str.startswith("V").to_numpy())[0])
+    kid = int(a.kernel_id.iloc[row])
+    s, e = int(k.loc[kid, "start_ns"]), int(k.loc[kid, "start_ns"] + k.loc[kid, "dur_ns"])
+    w.zoom_to(s - (e - s) * 0.1, e + (e - s) * 0.1)
+    vp = w.view.viewport
+    qtbot.waitUntil(lambda: mem.drawn is not None and mem.drawn[:2] == (vp.t0, vp.t1), timeout=20_000)
+    pos = mem.point_of(row)
+    image = mem.canvas.grab().toImage()
+    assert QColor(image.pixel(pos)) != P.ROW_ALT  # drawn: the lane's empty colour blended towards the kind's
+    QTest.mouseMove(mem.canvas, pos)
+    qtbot.waitUntil(lambda: QToolTip.isVisible() and "kv cache" in QToolTip.text(), timeout=5_000)
+    tip = QToolTip.text()
+    assert a.tensor.iloc[row] in tip and f"flash_decode (kernel {kid})" in tip and "of SBUF: partitions 0-127" in tip
+    w.view.select(None)
+    QTest.mouseClick(mem.canvas, Qt.LeftButton, pos=pos)
+    ref = w.view.selected
+    assert ref is not None and ref.table == "kernels"
+    assert int(w.view.index.tables["kernels"].value("kernel_id", ref.row)) == kid
+    # the address view and PSUM: the same buffer at its address; PSUM lanes of the same core
+    mem.axis.setCurrentText("Address")
+    qtbot.waitUntil(lambda: mem.drawn is not None and mem.drawn[2] == "address", timeout=20_000)
+    QTest.mouseMove(mem.canvas, mem.point_of(row))
+    qtbot.waitUntil(lambda: QToolTip.isVisible() and f"at byte {int(a.address.iloc[row]):,}" in QToolTip.text(),
+                    timeout=5_000)
+    mem.memories.setCurrentText("PSUM")
+    qtbot.waitUntil(lambda: mem.drawn is not None and mem.drawn[3] == "psum", timeout=20_000)
+    assert [lane.label for lane in mem.lanes()] == ["chip 0 core 0 PSUM"] and "PSUM allocations" in mem.status.text()
+
+
+def test_a_trace_before_1_4_says_why_there_is_nothing(qtbot, decode, tmp_path):
+    old = tmp_path / "old.trnx"
+    shutil.copytree(decode, old)
+    meta = json.loads((old / "meta.json").read_text())
+    del meta["tables"]["sbuf_allocations"]
+    meta["version"] = "1.2"
+    for v in meta["tables"].values():
+        v.pop("checksum", None)
+    (old / "sbuf_allocations.arrow").unlink()
+    (old / "meta.json").write_text(json.dumps(meta))
+    w, mem = open_memory(qtbot, old)
+    assert "written in trace format 1.2, before 1.4 added the sbuf_allocations table" in mem.status.text()
+    assert mem.lanes() == []
+
+
+def test_kernel_detail_trace_has_no_instruction_detail_cores(qtbot, tmp_path):
+    path = simcore.capture(workload="llama3.1-8b", phase="decode", batch=8, layers=1, detail="kernel",
+                           out_path=tmp_path / "k.trnx")
+    w, mem = open_memory(qtbot, path)
+    assert "no instruction-detail cores" in mem.status.text()
