@@ -79,7 +79,8 @@ def _write(table, out: Path) -> None:
 @click.command(help="""Run one read-only SQL query (DuckDB) over a trace's tables and print the result.
 
 Every table of the trace is a view by its name (tracks, instructions, dma, kernels, ops,
-collectives, counters, flows); a table partitioned per chip reads as one. Only SELECT
+collectives, counters, flows, and sbuf_allocations in a trace of format 1.4 or later); a table
+partitioned per chip reads as one. Only SELECT
 (WITH ... SELECT, EXPLAIN, DESCRIBE) runs: nothing can change the trace or touch other files.
 Bad SQL prints one sentence and exits 2.
 
@@ -88,7 +89,8 @@ Examples:
   trnx query sample_traces/llama3.1-8b-decode.trnx "SELECT opcode, count(*) n, sum(dur_ns) ns FROM instructions GROUP BY 1 ORDER BY 3 DESC"
   trnx query sample_traces/llama3.1-8b-decode.trnx "SELECT k.name, i.* FROM instructions i JOIN kernels k USING (kernel_id) LIMIT 5" --csv
   trnx query sample_traces/llama3.1-70b-tp16-straggler.trnx "SELECT chip, sum(wait_ns) FROM collectives GROUP BY 1" --json
-  trnx query run.trnx "SELECT * FROM collectives WHERE wait_ns > 10000" -o waits.parquet""")
+  trnx query run.trnx "SELECT * FROM collectives WHERE wait_ns > 10000" -o waits.parquet
+  trnx query sample_traces/llama3.1-8b-decode.trnx "SELECT core, kind, max(bytes) FROM sbuf_allocations WHERE memory = 'sbuf' GROUP BY ALL" --csv""")
 @click.argument("trace", type=click.Path())
 @click.argument("sql")
 @click.option("--json", "as_json", is_flag=True, help="Print every row as a JSON list of objects.")
