@@ -4,7 +4,8 @@
 
 Opens TRACE in the real window, waits for the analysis panels, then runs each tool the
 way a user triggers it -- a query in the console, a field search, the statistics table
-and one histogram, a deep link, the delta between two annotations -- and reports for each:
+and one histogram, a deep link, the memory view's first draw and its following a zoom and a
+pan, the delta between two annotations -- and reports for each:
 `answer_s` (from the trigger until the result is shown) and `max_stall_ms`, the longest
 gap between ticks of a 5 ms QTimer on the GUI thread meanwhile (what a user feels as a
 frozen window). The baseline, measured in the same run, is the same work done inline on
@@ -176,6 +177,27 @@ def main() -> None:
     measure("two layers side by side (regions)", lambda: reg.choose(names),
             lambda: reg.compared is not None and getattr(reg.compared, "shape", (0, 0))[1] == len(names),
             lambda: compare(index, reg.table_frame, [r.region for r in layers]))
+
+    from explorer.model import memory as MM
+    mem = tools.memory
+    w.panels["Memory"].raise_()
+    vp = w.view.viewport
+    vp.fit()
+
+    def drawn() -> bool:
+        return mem.drawn is not None and mem.drawn[:2] == (vp.t0, vp.t1)
+
+    def draw_inline(data) -> None:
+        for lane in data.lanes_of(mem.memory):
+            MM.raster(data, lane, vp.t0, vp.t1, mem.mode, mem.canvas.plot_width(), 96)
+
+    measure("memory view: read the allocations, draw the whole step", lambda: mem.set_trace(index.trace, float(index.span[0])),
+            drawn, lambda: draw_inline(MM.load_memory(index.trace)))
+    lo, hi = index.span
+    measure("memory view follows a zoom to 1 ms", lambda: w.zoom_to(lo + (hi - lo) / 2, lo + (hi - lo) / 2 + 1e6), drawn,
+            lambda: draw_inline(mem.data))
+    mem.axis.setCurrentText("Address")
+    measure("memory view follows a pan, addresses down", lambda: vp.pan(0.5e6), drawn, lambda: draw_inline(mem.data))
 
     panel = tools.annotations
     lo, hi = index.span

@@ -168,10 +168,11 @@ def raster(data: MemoryData, lane: Lane, t0: float, t1: float, mode: str, width:
     if mode not in MODES:
         raise ValueError(mode)
     width, height = max(int(width), 1), max(int(height), 1)
-    kinds = len(ALLOCATION_KINDS)
-    diff = np.zeros((kinds, height + 1, width + 1), np.float64)
     rows = visible(data, lane, t0, t1)
     rows = rows[data.cols["kind"][rows] >= 0]
+    present = np.unique(data.cols["kind"][rows])  # only the kinds in the window get a layer
+    shape = (max(len(present), 1), height + 1, width + 1)
+    diff = np.zeros(shape, np.float32)
     if len(rows) and t1 > t0:
         c = data.cols
         sx = width / (t1 - t0)
@@ -186,7 +187,7 @@ def raster(data: MemoryData, lane: Lane, t0: float, t1: float, mode: str, width:
             w = c["size"][rows] / (data.capacity[lane.memory][0] / data.capacity[lane.memory][1])
         else:  # the share of the pixel's addresses covered (an allocation thinner than a pixel counts its part)
             w = np.minimum((yb - ya) * sy / (y1 - y0), 1.0)
-        k = c["kind"][rows]
+        k = np.searchsorted(present, c["kind"][rows])
         # each allocation's time over the pixel columns: a partial first and last column, whole ones between
         ia, ib = np.floor(xa).astype(np.int64), np.floor(xb).astype(np.int64)
         same = ia == ib
@@ -196,15 +197,20 @@ def raster(data: MemoryData, lane: Lane, t0: float, t1: float, mode: str, width:
             (ia + 1, np.maximum(ib, ia + 1), np.where(same, 0.0, 1.0)),
             (ib_c, ib_c + 1, np.where(same | (ib >= width), 0.0, xb - ib)),
         ]
+        flat, weight = [], []  # a 2-D difference image per kind: four corners per piece, summed in one bincount
         for x0, x1, frac in pieces:
             ww = w * frac
             x0 = np.minimum(x0, width)
             x1 = np.minimum(x1, width)
             for yy, xx, sign in ((y0, x0, 1), (y1, x0, -1), (y0, x1, -1), (y1, x1, 1)):
-                np.add.at(diff, (k, yy, xx), sign * ww)
-    occ = diff.cumsum(axis=1).cumsum(axis=2)[:, :height, :width]
+                flat.append(np.ravel_multi_index((k, yy, xx), shape))
+                weight.append(sign * ww)
+        diff = np.bincount(np.concatenate(flat), np.concatenate(weight), minlength=diff.size).reshape(shape)
+        diff = diff.astype(np.float32)
+    occ = diff.cumsum(axis=2).cumsum(axis=1)[:, :height, :width]
     total = occ.sum(axis=0)
-    kind = np.where(total > 1e-9, occ.argmax(axis=0) + 1, 0).astype(np.uint8)
+    top = present[occ.argmax(axis=0)] + 1 if len(present) else np.zeros((height, width), np.int64)
+    kind = np.where(total > 1e-4, top, 0).astype(np.uint8)
     return Raster(kind, np.clip(total, 0.0, 1.0).astype(np.float32))
 
 

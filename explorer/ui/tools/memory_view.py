@@ -31,6 +31,23 @@ def kind_colour(kind: str) -> QColor:
     return QColor(KIND_COLOURS.get(kind, P.NONE_COLOUR))
 
 
+LEVELS = 64  # shades of fill per kind
+
+
+def shades(colours: np.ndarray) -> np.ndarray:
+    """(kinds + 1, LEVELS) packed pixels: the empty colour (`colours[0]`) blended towards each kind's colour."""
+    f = np.linspace(0.0, 1.0, LEVELS)[None, :, None]
+    return P.pack_rgb32(colours[0][None, None, :] * (1.0 - f) + colours[:, None, :] * f)
+
+
+def to_image(r: M.Raster, lut: np.ndarray) -> QImage:
+    """A lane's pixels from its raster and `shades()`. Made on the tools' worker (a QImage, unlike a
+    pixmap, may be made off the GUI thread)."""
+    rgb = lut[r.kind, np.rint(r.fill * (LEVELS - 1)).astype(np.intp)]
+    h, w = rgb.shape
+    return QImage(np.ascontiguousarray(rgb).data, w, h, 4 * w, QImage.Format_RGB32).copy()  # (owns its pixels)
+
+
 class _Lanes(QWidget):
     """The lanes' images; hover and click are answered from the model's arrays."""
 
@@ -209,7 +226,9 @@ class QtMemoryView(QWidget):
         gen, data = self._generation, self.data
         key = (self.t0, self.t1, self.mode, self.memory, self.canvas.plot_width())
         lanes = self.lanes()
-        run_tool(lambda: [M.raster(data, lane, key[0], key[1], key[2], key[4], LANE_H) for lane in lanes],
+        lut = shades(P.rgb_array([P.ROW_ALT] + [kind_colour(k) for k in M.ALLOCATION_KINDS]))  # (this theme's)
+        run_tool(lambda: [to_image(M.raster(data, lane, key[0], key[1], key[2], key[4], LANE_H), lut)
+                          for lane in lanes],
                  lambda ok, v: self._drawn(gen, key, ok, v))
 
     def _loaded(self, trace, ok: bool, value) -> None:
@@ -238,14 +257,7 @@ class QtMemoryView(QWidget):
         if not ok:
             self.status.setText(value)
             return
-        colours = P.rgb_array([P.ROW_ALT] + [kind_colour(k) for k in M.ALLOCATION_KINDS])
-        images = []
-        for r in value:  # each pixel: the row colour blended towards its kind's colour by how full it is
-            f = r.fill[..., None]
-            rgb = P.pack_rgb32(colours[0] * (1.0 - f) + colours[r.kind] * f)
-            h, w = rgb.shape
-            images.append(QImage(rgb.data, w, h, 4 * w, QImage.Format_RGB32).copy())  # (owns its pixels)
-        self.canvas.images = images
+        self.canvas.images = value
         self.drawn = key
         self.canvas.update()
 
