@@ -126,10 +126,12 @@ class Program:
 
 
 def _last_per_engine(p: Program) -> list[int]:
-    """The last instruction of each engine queue `p` uses: a queue runs in order, so once these
-    have finished, all of `p` has."""
+    """The last instruction of each engine queue `p` uses, loads into SBUF aside: a queue runs in
+    order, so once these have finished every instruction of `p` that reads or writes its buffers has
+    (a load is done before the compute that consumes it starts)."""
     last = np.full(int(p.engine.max()) + 1, -1, np.int64)
-    np.maximum.at(last, p.engine.astype(np.int64), np.arange(len(p), dtype=np.int64))
+    keep = np.flatnonzero(~((p.src == MEM["hbm"]) & (p.dst == MEM["sbuf"])))
+    np.maximum.at(last, p.engine[keep].astype(np.int64), keep.astype(np.int64))
     return [int(x) for x in last if x >= 0]
 
 

@@ -34,10 +34,10 @@ def damaged_sentence(file: Path) -> str:
 def test_validate_verifies_every_table_file(trnx, tmp_path):
     t = write_tiny(tmp_path / "t.trnx")
     meta = json.loads((t / "meta.json").read_text())
-    assert meta["version"] == "1.3"
+    assert meta["version"] == "1.4"  # (1.3 added the checksums)
     assert all(e["checksum"].startswith("sha256-64MiB:") for e in meta["tables"].values())
     code, out, err = trnx("validate", t)
-    assert code == 0 and out.strip().endswith("8 tables, 23 rows; every table file matches its checksum."), out + err
+    assert code == 0 and out.strip().endswith("9 tables, 23 rows; every table file matches its checksum."), out + err
 
 
 @pytest.mark.parametrize("command", [["validate"], ["summary", "--json"], ["info"],

@@ -17,4 +17,5 @@ def validate(trace: str, quiet: bool) -> None:
         rows = sum(t.row_count(n) for n in TABLES)
         sums = ("every table file matches its checksum" if t.has_checksums
                 else "no checksums recorded (written before format 1.3)")
-        click.echo(f"{t.path}: valid trace format {t.version}, {len(TABLES)} tables, {rows:,} rows; {sums}.")
+        tables = sum(1 for n in TABLES if t.has_table(n))  # (a table a later minor version added may be absent)
+        click.echo(f"{t.path}: valid trace format {t.version}, {tables} tables, {rows:,} rows; {sums}.")
