@@ -19,7 +19,9 @@ from explorer.model.units import format_bytes, format_ns
 from explorer.ui import palette as P
 from explorer.ui.tools.background import run_tool
 
-LANE_H = 96
+LANE_H = 96      # a lane's least height; lanes share the dock's height up to MAX_LANE_H
+MAX_LANE_H = 256
+GAMMA = 0.45     # display only: a pixel's brightness is fill ** GAMMA, so a tenth full still shows
 LABEL_H = 18
 GUTTER = 8
 DEBOUNCE_MS = 40
@@ -43,7 +45,7 @@ def shades(colours: np.ndarray) -> np.ndarray:
 def to_image(r: M.Raster, lut: np.ndarray) -> QImage:
     """A lane's pixels from its raster and `shades()`. Made on the tools' worker (a QImage, unlike a
     pixmap, may be made off the GUI thread)."""
-    rgb = lut[r.kind, np.rint(r.fill * (LEVELS - 1)).astype(np.intp)]
+    rgb = lut[r.kind, np.rint(np.power(r.fill, GAMMA) * (LEVELS - 1)).astype(np.intp)]
     h, w = rgb.shape
     return QImage(np.ascontiguousarray(rgb).data, w, h, 4 * w, QImage.Format_RGB32).copy()  # (owns its pixels)
 
@@ -64,7 +66,13 @@ class _Lanes(QWidget):
         return max(self.width() - 2 * GUTTER, 1)
 
     def lane_rect(self, i: int) -> QRect:
-        return QRect(GUTTER, i * (LANE_H + LABEL_H) + LABEL_H, self.plot_width(), LANE_H)
+        h = self.lane_height()
+        return QRect(GUTTER, i * (h + LABEL_H) + LABEL_H, self.plot_width(), h)
+
+    def lane_height(self) -> int:
+        n = max(len(self.owner.lanes()), 1)
+        room = self.owner.scroll.viewport().height() // n - LABEL_H - 2
+        return int(min(max(room, LANE_H), MAX_LANE_H))
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
@@ -88,7 +96,7 @@ class _Lanes(QWidget):
         p.end()
 
     def lane_at(self, y: float) -> int | None:
-        i = int(y // (LANE_H + LABEL_H))
+        i = int(y // (self.lane_height() + LABEL_H))
         return i if 0 <= i < len(self.owner.lanes()) and self.lane_rect(i).contains(self.lane_rect(i).left(), int(y)) else None
 
     def rows_at(self, pos) -> tuple[M.Lane, np.ndarray] | None:
@@ -118,8 +126,7 @@ class _Lanes(QWidget):
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
-        if event.oldSize().width() != event.size().width():
-            self.owner.schedule()
+        self.owner.schedule()  # (the lanes' width or height changed: new images)
 
 
 class QtMemoryView(QWidget):
@@ -135,7 +142,7 @@ class QtMemoryView(QWidget):
         self.mode = "partitions"
         self.memory = "sbuf"
         self.stale = False
-        self.drawn: tuple | None = None   # (t0, t1, mode, memory, width) the images show
+        self.drawn: tuple | None = None   # (t0, t1, mode, memory, width, lane height) the images show
         self._generation = 0
         self.memories = QComboBox(objectName="memory-memory")
         self.memories.addItems(["SBUF", "PSUM"])
@@ -224,10 +231,10 @@ class QtMemoryView(QWidget):
             return
         self._generation += 1
         gen, data = self._generation, self.data
-        key = (self.t0, self.t1, self.mode, self.memory, self.canvas.plot_width())
+        key = (self.t0, self.t1, self.mode, self.memory, self.canvas.plot_width(), self.canvas.lane_height())
         lanes = self.lanes()
         lut = shades(P.rgb_array([P.ROW_ALT] + [kind_colour(k) for k in M.ALLOCATION_KINDS]))  # (this theme's)
-        run_tool(lambda: [to_image(M.raster(data, lane, key[0], key[1], key[2], key[4], LANE_H), lut)
+        run_tool(lambda: [to_image(M.raster(data, lane, key[0], key[1], key[2], key[4], key[5]), lut)
                           for lane in lanes],
                  lambda ok, v: self._drawn(gen, key, ok, v))
 
@@ -290,6 +297,7 @@ class QtMemoryView(QWidget):
 
     def _size_canvas(self) -> None:
         self.canvas.setMinimumHeight(max(len(self.lanes()) * (LANE_H + LABEL_H) + 4, 40))
+        self.schedule()
         self.canvas.update()
 
     def point_of(self, row: int) -> QPoint:
