@@ -93,6 +93,15 @@ def test_lanes_follow_the_timeline_hover_names_the_owner_click_selects_the_kerne
     QTest.mouseMove(mem.canvas, mem.point_of(row))
     qtbot.waitUntil(lambda: QToolTip.isVisible() and f"at byte {int(a.address.iloc[row]):,}" in QToolTip.text(),
                     timeout=5_000)
+    # a theme switch redraws the lanes in the new theme's colours (their empty pixels are its row colour)
+    w.extras.set_theme("light", save=False)
+
+    def corner() -> QColor:  # the window's end at the top address: never allocated in this decode step
+        img = mem.canvas.images[0]
+        return QColor(img.pixel(img.width() - 1, img.height() - 1))
+
+    qtbot.waitUntil(lambda: corner() == P.ROW_ALT, timeout=20_000)
+    w.extras.set_theme("dark", save=False)
     mem.memories.setCurrentText("PSUM")
     qtbot.waitUntil(lambda: mem.drawn is not None and mem.drawn[3] == "psum", timeout=20_000)
     assert [lane.label for lane in mem.lanes()] == ["chip 0 core 0 PSUM"] and "PSUM allocations" in mem.status.text()

@@ -10,7 +10,7 @@ the kernel on the timeline. A trace without the table says why there is nothing 
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPoint, QRect, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QToolTip, QVBoxLayout, QWidget
 
@@ -212,6 +212,11 @@ class QtMemoryView(QWidget):
         super().showEvent(event)
         if self.stale or self.drawn is None:
             self.refresh()
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() == QEvent.PaletteChange:  # a new theme: the lanes' images hold the old one's colours
+            self.schedule()
 
     def schedule(self) -> None:
         if self.isVisible() and self.data is not None:
