@@ -155,7 +155,11 @@ class TraceQuery:
             except self._duckdb.PermissionException:
                 raise UserError("queries read only the trace's tables (" + ", ".join(self.tables) + "), not other files.") from None
             except self._duckdb.CatalogException as exc:
-                raise UserError(f"the query failed: {_sentence(exc)}; the trace's tables are " + ", ".join(self.tables) + ".") from None
+                missing = [f"{n} (format {TABLES[n].since} on; this trace is {self.trace.version})" for n in TABLES
+                           if n not in self.tables and n in str(exc)]
+                lacks = f"; it has no {', '.join(missing)}" if missing else ""
+                raise UserError(f"the query failed: {_sentence(exc)}; the trace's tables are " + ", ".join(self.tables)
+                                + lacks + ".") from None
             except self._duckdb.Error as exc:
                 raise UserError(f"the query failed: {_sentence(exc)}.") from None
         return plain(result)

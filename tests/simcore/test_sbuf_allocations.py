@@ -157,6 +157,12 @@ def test_a_trace_before_1_4_opens_and_has_no_table(decode, tmp_path):
     assert not t.has_table("sbuf_allocations")
     assert t.table("sbuf_allocations").num_rows == 0
     assert t.table("kernels").num_rows == decode.table("kernels").num_rows
+    from click.testing import CliRunner
+
+    from explorer.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["query", str(old), "SELECT count(*) FROM sbuf_allocations"])
+    assert r.exit_code == 2 and "it has no sbuf_allocations (format 1.4 on; this trace is 1.2)" in r.output
 
 
 def test_query_sbuf_allocations_equals_pandas(decode):
