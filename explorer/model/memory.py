@@ -92,7 +92,7 @@ def load_memory(trace: Trace) -> MemoryData:
                           "1.4 added the sbuf_allocations table. Capture it again to see its memory.")
     t = trace.table(TABLE)
     if t.num_rows == 0:
-        if "simulator" not in trace.meta:
+        if "import" in trace.meta or "simulator" not in trace.meta:
             return MemoryData("This trace has no allocation data: it was imported from a profile, and profiles carry "
                               "none.")
         return MemoryData("This trace has no allocation data: it has no instruction-detail cores (capture with "
