@@ -147,7 +147,8 @@ def plan_matmul(hw: Hardware, m: int, k: int, n: int, dtype: str, a_bytes: float
                 if best is None or est < best.est_ns * 0.999:
                     best = cand
     if best is None:  # even the smallest blocks do not fit: impossible with real presets
-        need, _, _, banks = matmul_buffers(hw, m, k, n, dtype, a_bytes, quant, 1, 1, 1, 2)
+        smallest, _, _ = matmul_buffers(hw, m, k, n, dtype, a_bytes, quant, 1, 1, 1, 2)
+        need, banks = footprint(smallest, "sbuf"), footprint(smallest, "psum") // hw.psum_bank_bytes
         raise ConfigError(
             f"hardware preset '{hw.name}' is too small for a {m}x{k}x{n} {dtype} matmul: even its smallest blocking needs "
             f"{need:,} bytes of SBUF and {banks} PSUM banks per core, and the preset has {budget:,} usable bytes and "
