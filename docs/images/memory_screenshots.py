@@ -14,7 +14,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -22,13 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-def settle(app, seconds: float = 0.3, until=None, timeout: float = 60.0) -> None:
-    end = time.perf_counter() + (timeout if until else seconds)
-    while time.perf_counter() < end:
-        app.processEvents()
-        time.sleep(0.01)
-        if until is not None and until():
-            break
+from tools_screenshots import settle  # noqa: E402  (this directory is the script's: on sys.path)
 
 
 def main() -> None:
