@@ -73,3 +73,37 @@ def test_bad_input_is_one_sentence(basic, tmp_path, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err
+
+
+def test_chips_narrow_every_op_to_that_chips_kernels_and_collectives(basic, trnx):
+    rows = ops(basic, "--chips", "1", "--json")
+    assert [r["name"] for r in rows] == ["attention.qkv_proj", "all_reduce"]  # softmax ran on chip 0 only
+    qkv = rows[0]
+    assert (qkv["flops"], qkv["bytes"], qkv["time_ns"]) == (4_000_000, 2_000_000 + 500_000, 5000)  # kernel 103 alone
+    assert qkv["mfu_percent"] == pytest.approx(100 * 4e6 / 158e3 / 5000)  # one fp8 core over the op's span
+    assert [r["node"] for r in ops(basic, "--chips", "1", "--level", "kernel", "--json")] == ["kernel:103"]
+    assert ops(basic, "--chip", "1", "--json") == rows  # summary's older repeatable spelling too
+    assert ops(basic, "--chips", "0,1", "--json") == ops(basic, "--json")  # every chip: the whole table
+
+
+def test_range_keeps_whole_rows_overlapping_the_window_and_cores_narrow_within_a_chip(basic):
+    rows = ops(basic, "--range", "2.5us:4us", "--json")
+    # kernels 101 [3000,3100), 102 [0,4000) and 103 [0,5000) overlap; 100 [0,2200) does not
+    assert {r["name"]: r["flops"] for r in rows} == {"attention.qkv_proj": 12_000_000, "attention.softmax": 10_000}
+    assert rows[0]["time_ns"] == 5000  # whole, not clipped
+    one_core = ops(basic, "--range", "2500:4000", "--chips", "0", "--cores", "1", "--level", "kernel", "--json")
+    whole = {r["node"]: r for r in ops(basic, "--level", "kernel", "--json")}
+    assert [r["node"] for r in one_core] == ["kernel:102"]
+    assert one_core[0]["roofline_percent"] == pytest.approx(whole["kernel:102"]["roofline_percent"])  # same HBM share
+    layer = ops(basic, "--range", "2500:4000", "--chips", "0", "--cores", "1", "--level", "layer", "--json")
+    assert [(r["name"], r["flops"]) for r in layer] == [("layer 0", 8_000_000)]
+    assert "(no op rows in this trace within the selection)" in ops(basic, "--range", "9us:10us")
+
+
+def test_bad_scope_is_one_sentence_as_in_summary(basic, trnx):
+    for args, says in ((["--chips", "7"], "chip 7 is not in this trace (chips: 0..1)."),
+                       (["--range", "5us:1us"], "--range '5us:1us' ends before it starts; the window is empty."),
+                       (["--cores", "x"], "--cores 'x' is not a comma-separated list of core numbers (e.g. 0,3).")):
+        code, out, err = trnx("ops", str(basic), *args)
+        assert (code, out) == (2, "") and err.strip().endswith(says) and "Traceback" not in err
+        assert trnx("summary", str(basic), *args)[2] == err  # the same grammar and sentence

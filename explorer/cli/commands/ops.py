@@ -1,4 +1,5 @@
-"""`trnx ops TRACE [--level layer|op|kernel] [--sort time] [--top N] [--json]`: the operator table.
+"""`trnx ops TRACE [--level layer|op|kernel] [--sort time] [--top N] [--range/--chips/--cores/--tracks] [--json]`:
+the operator table.
 
 The numbers the GUI's operator tree shows per row (time, share, FLOPs, bytes, TFLOPS, GB/s,
 MFU against the dtype's peak and BF16-normalised, MBU, roofline % at the row's share of
@@ -9,8 +10,12 @@ same figures as the window.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from typing import Any
 
 import click
+
+from explorer.cli.scope_options import pop_scope, scope_options
 
 from explorer.model.analysis.metrics import format_metric
 from explorer.model.units import format_bytes, format_ns, format_rate_gbps
@@ -53,13 +58,16 @@ def _num(v) -> str:
 @click.command(help="""The operator table of a trace: per layer, op or kernel the time, share, FLOPs, HBM bytes, TFLOPS,
 GB/s, MFU (against each kernel's own dtype peak, and BF16-normalised as the Neuron profiler does), MBU and
 roofline % (HBM at the row's share of its chip's bandwidth), and what bounds it -- the numbers the GUI's
-operator tree shows.
+operator tree shows. --range/--chips/--cores/--tracks (the grammar of trnx summary) narrow it to the kernels on
+those chips and cores that overlap the window: each op and layer sums only those, and is listed when it overlaps
+the window and has a kernel or collective there (rows are whole, not clipped; time is the op's span).
 
 \b
 Examples:
   trnx ops run.trnx                           # ops, longest first
   trnx ops run.trnx --level layer --sort start
-  trnx ops run.trnx --level kernel --top 20 --json""")
+  trnx ops run.trnx --level kernel --top 20 --json
+  trnx ops run.trnx --range 1ms:2ms --chips 0,3""")
 @click.argument("trace", type=click.Path())
 @click.option("--level", type=click.Choice(["layer", "op", "kernel"]), default="op", show_default=True,
               help="Which rows: layers, ops (the leaves under layers) or kernels.")
@@ -71,13 +79,22 @@ Examples:
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON array, one object per row: level, name, path, node, time_ns, flops, bytes, mfu_percent, "
                    "mfu_bf16_percent, mbu_percent, roofline_percent, bound, ...")
-def ops(trace: str, level: str, sort: str, top: int | None, as_json: bool) -> None:
+@scope_options
+@click.option("--chip", "chip", type=int, multiple=True, hidden=True)  # as trnx summary: repeatable, kept for scripts
+def ops(trace: str, level: str, sort: str, top: int | None, as_json: bool, chip: tuple[int, ...],
+        **selection: Any) -> None:
     from explorer.interop.neuron_profile.as_trace import trace_path
     from explorer.model.analysis.hierarchy import Hierarchy
     from explorer.model.analysis.operator_table import operator_table, records
+    from explorer.model.analysis.scoped_hierarchy import ScopedHierarchy
+    from explorer.model.scope import Scope
     from simcore.trace import open_trace
 
-    table = operator_table(Hierarchy(open_trace(trace_path(trace))), level, sort, top)
+    scope = pop_scope(selection)
+    if chip:
+        scope = replace(scope, chips=tuple(sorted(set(chip) | set(scope.chips or ()))))
+    t = open_trace(trace_path(trace))
+    table = operator_table(Hierarchy(t) if scope == Scope() else ScopedHierarchy(t, scope), level, sort, top)
     rows = records(table)
     if as_json:
         click.echo(json.dumps(rows, indent=1))
@@ -89,4 +106,4 @@ def ops(trace: str, level: str, sort: str, top: int | None, as_json: bool) -> No
     for r in rows:
         click.echo("  ".join(f"{f(r):<{w}}" if i == 0 else f"{f(r):>{w}}" for i, (_, w, f) in enumerate(columns)))
     if not rows:
-        click.echo(f"(no {level} rows in this trace)")
+        click.echo(f"(no {level} rows in this trace{'' if scope == Scope() else ' within the selection'})")
