@@ -3,17 +3,16 @@
 A file's checksum is a hash list, so that verifying a big file can use every core: the SHA-256
 of the concatenated SHA-256 digests of its consecutive BLOCK-byte blocks (the last one shorter;
 an empty file is one empty block). meta.json records it as `"checksum": "sha256-64MiB:<hex>"`
-in each table and partition entry (schema.CHECKSUM, ALGORITHM). The writer hashes the bytes as
-they go to disk (no second pass); a reader hashes a file's blocks in threads (hashlib works
-without the GIL) before it first maps the file.
+in each table and partition entry (schema.CHECKSUM, ALGORITHM). The writer hashes each block as
+soon as it is written, read back on other threads while it is still in the page cache; a reader
+hashes a file's blocks in threads (hashlib works without the GIL) before it first maps the file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 BLOCK = 64 << 20
@@ -71,46 +70,54 @@ def parse(value: object) -> str | None:
     return value
 
 
-class HashingFile(io.RawIOBase):
-    """A write-only file that hashes every byte written to it, block by block (wrapped in
-    pyarrow.PythonFile by the trace writer)."""
+class WrittenFileHasher:
+    """Hashes a file that another writer (pyarrow's native one) is writing: each block as soon as
+    it is complete, read back on `pool`'s threads while its pages are still in the page cache.
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self._fh = open(path, "wb", buffering=0)
-        self._digests: list[bytes] = []
-        self._block = hashlib.sha256()
-        self._in_block = 0
+    The writer's thread only submits work; the reads and SHA-256 run without the GIL, so hashing
+    costs the capture's simulation neither the GIL nor a Python call per written buffer."""
 
-    def writable(self) -> bool:
-        return True
+    def __init__(self, path: Path, pool: ThreadPoolExecutor) -> None:
+        self._fd = os.open(path, os.O_RDONLY)
+        self._pool = pool
+        self._blocks: list[Future[bytes]] = []
+        self._hashed_to = 0  # bytes covered by submitted blocks
+        self._done = False
+        self._checksum: str | None = None
 
-    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
-        view = memoryview(data).cast("B")
-        at = 0
-        while at < len(view):  # hash up to the block's end, then start the next block
-            take = min(len(view) - at, BLOCK - self._in_block)
-            self._block.update(view[at:at + take])
-            self._in_block += take
-            at += take
-            if self._in_block == BLOCK:
-                self._digests.append(self._block.digest())
-                self._block, self._in_block = hashlib.sha256(), 0
-        written = 0
-        while written < len(view):  # an unbuffered write may be short
-            written += self._fh.write(view[written:])
-        return written
+    def written(self, size: int) -> None:
+        """The file now holds `size` bytes: hash every block they complete."""
+        while self._fd >= 0 and self._hashed_to + BLOCK <= size:
+            self._blocks.append(self._pool.submit(_block_digest, self._fd, self._hashed_to, BLOCK))
+            self._hashed_to += BLOCK
 
-    def tell(self) -> int:
-        return self._fh.tell()
-
-    def close(self) -> None:
-        if not self.closed:
-            self._fh.close()
-        super().close()
+    def finish(self, size: int) -> None:
+        """The file is complete, `size` bytes long: hash the rest (the checksum waits for it)."""
+        if self._fd < 0 or self._done:
+            return
+        self.written(size)
+        if size > self._hashed_to or not self._blocks:  # the shorter last block; an empty file's one
+            self._blocks.append(self._pool.submit(_block_digest, self._fd, self._hashed_to, size - self._hashed_to))
+        self._done = True
 
     @property
     def checksum(self) -> str:
-        """The checksum of everything written (call after the last write)."""
-        blocks = self._digests + ([self._block.digest()] if self._in_block or not self._digests else [])
-        return combine(blocks)
+        """The finished file's checksum (waits for its blocks' hashes)."""
+        if self._checksum is None:
+            if not self._done:
+                raise RuntimeError("the file is not finished")
+            try:
+                self._checksum = combine([f.result() for f in self._blocks])
+            finally:
+                self.close()
+        return self._checksum
+
+    def close(self) -> None:
+        """Stop hashing: drop the blocks not started, wait for the running ones, close the file."""
+        if self._fd < 0:
+            return
+        for f in self._blocks:
+            f.cancel()
+        wait(self._blocks)
+        os.close(self._fd)
+        self._fd = -1

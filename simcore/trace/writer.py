@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import pyarrow.ipc as ipc
 from simcore.errors import UserError
 from simcore.tempfiles import sibling
 from simcore.trace import schema as S
-from simcore.trace.checksum import HashingFile
+from simcore.trace.checksum import WrittenFileHasher
 from simcore.trace.commit import CommitOrAbort
 from simcore.trace.target import check_target, clean_directory, install
 
@@ -143,27 +144,42 @@ def to_record_batch(spec: S.TableSpec, data: TableData) -> pa.RecordBatch:
 class _TableFile:
     """One open Arrow IPC file (a table, or one chip's partition of it)."""
 
-    def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions, pool: ThreadPoolExecutor) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.raw = HashingFile(path)  # the checksum as the bytes go out: no second pass over the file
-        self.sink = pa.PythonFile(self.raw, mode="w")
+        # pyarrow writes natively (no Python call per buffer); the blocks are hashed on `pool`'s
+        # threads as they complete, read back from the page cache
+        self.sink = pa.OSFile(str(path), mode="wb")
+        self.hasher = WrittenFileHasher(path, pool)
         self.writer = ipc.new_file(self.sink, schema, options=options)
         self.rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         self.writer.write_batch(batch)
         self.rows += batch.num_rows
+        self.hasher.written(self.sink.tell())
 
     def close(self) -> None:
+        """Finish the file (its checksum is then being computed: `checksum` waits for it)."""
         try:
             self.writer.close()
+            size = self.sink.tell()
         finally:
             self.sink.close()
-            self.raw.close()
+        self.hasher.finish(size)
+
+    def abort(self) -> None:
+        """Close the file and stop hashing it, whatever state it is in."""
+        try:
+            self.writer.close()
+        except Exception:  # already failing (a full disk, a closed file); the file goes anyway
+            pass
+        finally:
+            self.sink.close()
+            self.hasher.close()
 
     @property
     def checksum(self) -> str:
-        return self.raw.checksum
+        return self.hasher.checksum
 
 
 class TraceWriter(CommitOrAbort):
@@ -208,6 +224,8 @@ class TraceWriter(CommitOrAbort):
         self._vocab: dict[tuple[str, str], _Vocabulary] = {}
         self._span = [None, None]  # min start, max end over interval tables
         self._closed = False
+        # hashes the table files' blocks as they are written (threads start with the first block)
+        self._hashing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="trace-hash")
 
     # -- writing -----------------------------------------------------------------
     def write(self, table: str, data: TableData, *, chip: int | None = None) -> None:
@@ -224,7 +242,7 @@ class TraceWriter(CommitOrAbort):
         key = (table, chip)
         f = self._files.get(key)
         if f is None:
-            f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), spec.schema, self._options)
+            f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), spec.schema, self._options, self._hashing)
         if batch.num_rows:
             f.write(batch)
             if self.observer is not None:
@@ -267,16 +285,17 @@ class TraceWriter(CommitOrAbort):
             for name, spec in S.TABLES.items():
                 if name not in self._partitioned:
                     self._files[(name, None)] = _TableFile(
-                        self._tmp / self._relpath(name, None), spec.schema, self._options
+                        self._tmp / self._relpath(name, None), spec.schema, self._options, self._hashing
                     )
             for f in self._files.values():
                 f.close()
-            meta = self._final_meta()
+            meta = self._final_meta()  # waits for the files' checksums
             (self._tmp / S.META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
             self._move_into_place()
         except BaseException:
             self.abort()
             raise
+        self._hashing.shutdown()
         self._closed = True
         return self.path
 
@@ -315,10 +334,11 @@ class TraceWriter(CommitOrAbort):
         """Throw away everything written; the target path is left untouched."""
         for f in self._files.values():
             try:
-                f.close()
+                f.abort()
             except Exception:  # already failing; the directory goes anyway
                 pass
         self._files.clear()
+        self._hashing.shutdown(cancel_futures=True)
         shutil.rmtree(self._tmp, ignore_errors=True)
         self._closed = True
 

@@ -135,6 +135,34 @@ def test_the_checksum_is_a_hash_list_of_blocks_each_verified_on_its_own_thread(t
         open_trace(t, validate=False, checksums=False).verify_checksums(workers=4)
 
 
+def test_a_write_hashed_block_by_block_leaves_no_file_open_committed_or_aborted(tmp_path, monkeypatch):
+    """The writer hashes each block on other threads as it is written: a committed trace records
+    the same checksums a reader computes, and an aborted one (a capture cancelled mid-write) leaves
+    no directory, no open file and no hashing thread behind."""
+    import os
+    import threading
+
+    from simcore.trace import checksum
+    from simcore.trace.writer import TraceWriter
+    from tracegen import tiny_tables
+
+    monkeypatch.setattr(checksum, "BLOCK", 4096)
+    fds = set(os.listdir("/proc/self/fd"))
+    tables = tiny_tables(n_per_track=2000)
+    with TraceWriter(tmp_path / "done.trnx") as w:
+        for name, rows in tables.items():
+            w.write(name, rows)
+    meta = json.loads((tmp_path / "done.trnx" / "meta.json").read_text())
+    assert meta["tables"]["instructions"]["checksum"] == checksum.file_checksum(tmp_path / "done.trnx" / "instructions.arrow")
+    w = TraceWriter(tmp_path / "cancelled.trnx")
+    for _ in range(20):
+        w.write("instructions", tables["instructions"])
+    w.abort()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done.trnx"]
+    assert set(os.listdir("/proc/self/fd")) <= fds
+    assert not [t for t in threading.enumerate() if t.name.startswith("trace-hash")]
+
+
 def _bit_flip_runs(trnx, tmp_path: Path, clean: Path, flips_per_file: int, seed: int) -> tuple[int, int]:
     """Flip one bit at a time in every table file of `clean`; each `trnx summary --json` is
     detected (exit 2 and one sentence) or identical to the clean trace's. Returns (runs, detected)."""
