@@ -118,3 +118,13 @@ def test_a_host_timed_case_adds_its_harness_host_time_to_the_device_time():
     assert simulate_ns(case.sim) - simulate_ns(bare) == pytest.approx(harness.host_step_ns, abs=1.0)
     text = DOC.read_text(encoding="utf-8")
     assert "### Measurement harnesses" in text and "`torch-xla-call`: 360 us a call." in text
+
+
+def test_the_served_figures_run_with_the_measured_synchronous_dispatch_gap():
+    """Both serving figures came from synchronous vLLM V0 servers: every end-to-end case runs with the host gap
+    measured between synchronous executions on trn2 (not fitted to them), and the page names it with its source."""
+    e2e = [c for c in DATA.cases if c.kind == "end_to_end"]
+    assert e2e and {c.sim.get("harness") for c in e2e} == {"vllm-neuron-sync-dispatch"}
+    h = next(h for h in DATA.harnesses if h.name == "vllm-neuron-sync-dispatch")
+    assert h.host_step_ns == 437000 and "async_execution.md" in h.fitted and "not fitted" in h.fitted
+    assert "`vllm-neuron-sync-dispatch`: 437 us a call." in DOC.read_text(encoding="utf-8")
