@@ -8,7 +8,10 @@ and one histogram, a deep link, the memory view's first draw and its following a
 pan, the delta between two annotations -- and reports for each:
 `answer_s` (from the trigger until the result is shown) and `max_stall_ms`, the longest
 gap between ticks of a 5 ms QTimer on the GUI thread meanwhile (what a user feels as a
-frozen window). The baseline, measured in the same run, is the same work done inline on
+frozen window), with `gui_cpu_ms`, the GUI thread's own CPU time during that gap (near the gap:
+the GUI thread was working; near zero: it waited for the GIL or for a core). `--profile`
+also prints, per tool, where the GUI thread was while the heartbeat was late
+(`bench/gui_stall.py`). The idle noise floor is measured once every thread is idle. The baseline, measured in the same run, is the same work done inline on
 the GUI thread (`inline_s`): the stall there would have been. Annotations are written
 to a temporary copy's file, never to TRACE (its tables are hard-linked, not copied).
 """
@@ -26,6 +29,9 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gui_stall import Stall  # noqa: E402
 
 
 def linked_copy(src: Path, dst: Path) -> Path:
@@ -43,32 +49,6 @@ def linked_copy(src: Path, dst: Path) -> Path:
     return dst
 
 
-class Stall:
-    """The longest gap between 5 ms timer ticks on the GUI thread."""
-
-    def __init__(self) -> None:
-        from PySide6.QtCore import QTimer
-
-        self.timer = QTimer(interval=5)
-        self.timer.timeout.connect(self._tick)
-        self.last = 0.0
-        self.worst = 0.0
-
-    def _tick(self) -> None:
-        now = time.perf_counter()
-        self.worst = max(self.worst, now - self.last)
-        self.last = now
-
-    def __enter__(self) -> Stall:
-        self.last, self.worst = time.perf_counter(), 0.0
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.timer.stop()
-        self._tick()
-
-
 def wait(app, done, timeout: float = 600.0) -> None:
     t = time.perf_counter()
     while not done():
@@ -82,6 +62,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", type=Path)
     ap.add_argument("--kernel-id", type=int, default=None, help="the kernel a deep link goes to (default: the longest)")
+    ap.add_argument("--profile", action="store_true", help="print where the GUI thread was during each tool's stalls")
+    ap.add_argument("--no-pandas", action="store_true", help="skip the pandas baseline of the query (~3 GB at 28M events)")
     args = ap.parse_args()
     from explorer.model import annotations as A
     from explorer.model import deep_link
@@ -90,6 +72,10 @@ def main() -> None:
     from explorer.model.timeline.field_search import field_search
     from explorer.ui import ensure_app, open_window
 
+    if args.profile:
+        from gui_stall import timed_app
+
+        timed_app()
     app = ensure_app()
     tmp = Path(tempfile.mkdtemp(prefix="tools-bench-"))
     path = linked_copy(args.trace, tmp / args.trace.name)
@@ -105,24 +91,55 @@ def main() -> None:
     tools = w.tools
     rows: list[dict] = []
 
+    def settle() -> None:
+        """Let the previous tool's trailing work (debounced panels, the workers' queues) finish."""
+        t = time.perf_counter()
+        while time.perf_counter() - t < 1.5:
+            app.processEvents()
+            time.sleep(0.002)
+        for worker in workers:
+            worker.submit(lambda: None, lambda ok, v: None).result()
+        app.processEvents()
+
+    def report(name: str, s: Stall, answer: float, inline: float) -> None:
+        rows.append({"tool": name, "answer_s": round(answer, 3), "max_stall_ms": round(s.worst * 1e3, 1),
+                     "gui_cpu_ms": round(s.worst_cpu * 1e3, 1), "inline_s": round(inline, 3)})
+        print(json.dumps(rows[-1]), flush=True)
+        if args.profile:
+            for n, where in s.top():
+                print(f"    {2 * n:5d} ms  {where}", flush=True)
+            for who, ms in app.slow.most_common(5):
+                print(f"    {ms:5.0f} ms  (Qt event, exclusive) {who}", flush=True)
+
     def measure(name: str, start, done, inline) -> None:
-        with Stall() as s:
+        settle()
+        if args.profile:
+            app.slow.clear()
+            app.recording = True
+        with Stall(sample=args.profile) as s:
             t = time.perf_counter()
             start()
             wait(app, done)
-            answer = time.perf_counter() - t
+            t1 = time.perf_counter()
+            while time.perf_counter() - t1 < 1.0:  # what the window does after the answer (debounced panels)
+                app.processEvents()
+                time.sleep(0.001)
+        answer = t1 - t
+        if args.profile:
+            app.recording = False
         t = time.perf_counter()
         inline()
-        rows.append({"tool": name, "answer_s": round(answer, 3), "max_stall_ms": round(s.worst * 1e3, 1),
-                     "inline_s": round(time.perf_counter() - t, 3)})
-        print(json.dumps(rows[-1]), flush=True)
+        report(name, s, answer, time.perf_counter() - t)
 
-    with Stall() as s:  # the noise floor: the loaded machine's own scheduling gaps, nothing running
+    from explorer.ui.analysis_session import _worker as analysis_worker
+    from explorer.ui.tools.background import _worker as tools_worker
+    workers = (analysis_worker, tools_worker)
+    settle()
+    with Stall(sample=args.profile) as s:  # the noise floor: the machine's own scheduling gaps, nothing running
         for _ in range(800):
             app.processEvents()
             time.sleep(0.001)
-    rows.append({"tool": "idle (noise floor)", "answer_s": 0.0, "max_stall_ms": round(s.worst * 1e3, 1), "inline_s": 0.0})
-    print(json.dumps(rows[-1]), flush=True)
+    report("idle (noise floor)", s, 0.0, 0.0)
     first = index.find_id(int(index.tables["instructions"].value("id", 0)))
     measure("first selection of an instruction (dependencies)", lambda: w.view.select(first), lambda: True, lambda: w.view.select(first))
 
@@ -132,13 +149,14 @@ def main() -> None:
     measure("query console (group by opcode)", c.run, lambda: c.run_button.isEnabled() and c.result is not None,
             lambda: TraceQuery(index.trace).run(sql))
 
-    t = time.perf_counter()  # baseline for the query itself: pandas on the same columns
-    df = index.trace.table("instructions").select(["opcode", "dur_ns"]).to_pandas()
-    df.groupby("opcode", observed=True)["dur_ns"].agg(["count", "sum", lambda d: d.quantile(0.95)])
-    rows.append({"tool": "baseline: pandas read + group by opcode (same query)", "answer_s": round(time.perf_counter() - t, 3),
-                 "max_stall_ms": None, "inline_s": round(time.perf_counter() - t, 3)})
-    print(json.dumps(rows[-1]), flush=True)
-    del df
+    if not args.no_pandas:
+        t = time.perf_counter()  # baseline for the query itself: pandas on the same columns
+        df = index.trace.table("instructions").select(["opcode", "dur_ns"]).to_pandas()
+        df.groupby("opcode", observed=True)["dur_ns"].agg(["count", "sum", lambda d: d.quantile(0.95)])
+        rows.append({"tool": "baseline: pandas read + group by opcode (same query)", "answer_s": round(time.perf_counter() - t, 3),
+                     "max_stall_ms": None, "inline_s": round(time.perf_counter() - t, 3)})
+        print(json.dumps(rows[-1]), flush=True)
+        del df
 
     q = "opcode:MultiplyMoving dur>300ns"
     bar = w.search
@@ -180,6 +198,7 @@ def main() -> None:
 
     from explorer.model import memory as MM
     mem = tools.memory
+    has_memory = index.trace.has_table("sbuf_allocations")
     w.panels["Memory"].raise_()
     vp = w.view.viewport
     vp.fit()
@@ -191,13 +210,16 @@ def main() -> None:
         for lane in data.lanes_of(mem.memory):
             MM.raster(data, lane, vp.t0, vp.t1, mem.mode, mem.canvas.plot_width(), 96)
 
-    measure("memory view: read the allocations, draw the whole step", lambda: mem.set_trace(index.trace, float(index.span[0])),
-            drawn, lambda: draw_inline(MM.load_memory(index.trace)))
-    lo, hi = index.span
-    measure("memory view follows a zoom to 1 ms", lambda: w.zoom_to(lo + (hi - lo) / 2, lo + (hi - lo) / 2 + 1e6), drawn,
-            lambda: draw_inline(mem.data))
-    mem.axis.setCurrentText("Address")
-    measure("memory view follows a pan, addresses down", lambda: vp.pan(0.5e6), drawn, lambda: draw_inline(mem.data))
+    if not has_memory:
+        print(json.dumps({"tool": "memory view", "skipped": "the trace has no sbuf_allocations table"}), flush=True)
+    else:
+        measure("memory view: read the allocations, draw the whole step", lambda: mem.set_trace(index.trace, float(index.span[0])),
+                drawn, lambda: draw_inline(MM.load_memory(index.trace)))
+        lo, hi = index.span
+        measure("memory view follows a zoom to 1 ms", lambda: w.zoom_to(lo + (hi - lo) / 2, lo + (hi - lo) / 2 + 1e6), drawn,
+                lambda: draw_inline(mem.data))
+        mem.axis.setCurrentText("Address")
+        measure("memory view follows a pan, addresses down", lambda: vp.pan(0.5e6), drawn, lambda: draw_inline(mem.data))
 
     panel = tools.annotations
     lo, hi = index.span

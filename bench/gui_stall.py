@@ -1,0 +1,142 @@
+"""How long the GUI thread stops answering, and where: a heartbeat and a stack sampler.
+
+`Stall` runs a 5 ms QTimer on the GUI thread. Its longest gap between ticks is what a
+user feels as a frozen window; beside it, the GUI thread's own CPU time during that gap
+(`time.thread_time` read at the ticks) tells whether the thread was working (a block of
+its own) or waiting (for the GIL, or for a core on a loaded machine). With
+`sample=True` a second thread looks at the GUI thread every 2 ms and, whenever the
+heartbeat is more than `late_ms` overdue, counts the GUI thread's innermost project
+frames: the profile of the blocks themselves, not of the idle time between them.
+Work in Qt's C++ (layouts, painting of Qt's own widgets) has no Python frame; `timed_app`
+makes the QApplication time each event it delivers, exclusive of the events nested in it,
+so that work is named by its receiver and event type.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parents[1])
+
+
+def _where(frame, depth: int = 6) -> str:
+    """The innermost project frames of a stack, innermost first ("file:line fn < ..."), after
+    the innermost frame of all when that one is outside the project (a library's)."""
+    out = []
+    f = frame
+    name = frame.f_code.co_filename
+    if not name.startswith(ROOT) or "/.venv/" in name or "/bench/" in name:
+        out.append(f"[{Path(name).name}:{frame.f_lineno} {frame.f_code.co_name}]")
+        depth += 1
+    while f is not None and len(out) < depth:
+        name = f.f_code.co_filename
+        if name.startswith(ROOT) and "/bench/" not in name and "/.venv/" not in name:
+            out.append(f"{Path(name).relative_to(ROOT)}:{f.f_lineno} {f.f_code.co_name}")
+        f = f.f_back
+    return " < ".join(out) or "(outside the project)"
+
+
+class Stall:
+    """The longest gap between 5 ms timer ticks on the GUI thread, its CPU time, and (optionally) its stacks."""
+
+    def __init__(self, sample: bool = False, late_ms: float = 30.0) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.timer = QTimer(interval=5)
+        self.timer.timeout.connect(self._tick)
+        self.last = 0.0
+        self.last_cpu = 0.0
+        self.worst = 0.0
+        self.worst_cpu = 0.0
+        self.sample = sample
+        self.late = late_ms / 1e3
+        self.stacks: collections.Counter[str] = collections.Counter()
+        self._gui = threading.get_ident()
+        self._stop = threading.Event()
+        self._sampler: threading.Thread | None = None
+
+    def _tick(self) -> None:
+        now, cpu = time.perf_counter(), time.thread_time()
+        if now - self.last > self.worst:
+            self.worst, self.worst_cpu = now - self.last, cpu - self.last_cpu
+        self.last, self.last_cpu = now, cpu
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.002):
+            if time.perf_counter() - self.last > self.late:
+                frame = sys._current_frames().get(self._gui)
+                if frame is not None:
+                    self.stacks[_where(frame)] += 1
+
+    def __enter__(self) -> Stall:
+        self.last, self.last_cpu, self.worst, self.worst_cpu = time.perf_counter(), time.thread_time(), 0.0, 0.0
+        self.stacks.clear()
+        self.timer.start()
+        if self.sample:
+            self._stop.clear()
+            self._sampler = threading.Thread(target=self._sample, daemon=True)
+            self._sampler.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timer.stop()
+        self._tick()
+        if self._sampler is not None:
+            self._stop.set()
+            self._sampler.join()
+            self._sampler = None
+
+    def top(self, n: int = 6) -> list[tuple[int, str]]:
+        """The most often seen stacks while the heartbeat was late: (samples of 2 ms, stack)."""
+        return [(k, s) for s, k in self.stacks.most_common(n)]
+
+
+def timed_app():
+    """The QApplication, as a subclass that times each delivered event (see the module docstring).
+
+    `app.slow` counts, per "Receiver(objectName) EventType", the exclusive time (ms) of
+    deliveries over 5 ms while `app.recording`; call before anything creates the app.
+    """
+    from PySide6.QtWidgets import QApplication
+
+    class TimedApp(QApplication):
+        def __init__(self, argv) -> None:
+            super().__init__(argv)
+            self.recording = False
+            self.slow: collections.Counter[str] = collections.Counter()
+            self._nested = [0.0]
+
+        def notify(self, receiver, event) -> bool:  # noqa: N802
+            if not self.recording or threading.get_ident() != _GUI[0]:
+                return super().notify(receiver, event)
+            self._nested.append(0.0)
+            t = time.perf_counter()
+            try:
+                return super().notify(receiver, event)
+            finally:
+                took = time.perf_counter() - t
+                inner = self._nested.pop()
+                self._nested[-1] += took
+                own = took - inner
+                if own > 0.005:
+                    try:
+                        who = f"{type(receiver).__name__}({receiver.objectName()}) {event.type().name}"
+                    except (RuntimeError, AttributeError):
+                        who = "(deleted)"
+                    self.slow[who] += own * 1e3
+
+    _GUI[0] = threading.get_ident()
+    app = TimedApp(sys.argv[:1])
+    app.setApplicationName("Trn3 Explorer")
+    app.setOrganizationName("trn3-explorer")
+    from explorer.ui.palette import apply_dark_theme
+
+    apply_dark_theme(app)
+    return app
+
+
+_GUI = [0]
