@@ -156,7 +156,7 @@ class AnalysisPanels(QObject):
         if a is None:
             return
         try:
-            self.operators.select_node(node)
+            self.operators.select_node_soon(node)
             kernel = a.kernel_of_node(node)
             self.kernel_details.show_kernel(kernel)
             self.dependencies.show_node(node)

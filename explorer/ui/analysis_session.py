@@ -21,6 +21,7 @@ from explorer.model.timeline.selection import area_scope
 from explorer.model.analysis.trace_analysis import TraceAnalysis
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.view_state import ViewState
+from explorer.ui.worker import Latest as _Latest
 from explorer.ui.worker import Worker
 from simcore.errors import UserError
 
@@ -39,31 +40,11 @@ def run_in_background(fn: Callable[[], Any], callback: Callable[[bool, Any], Non
     return _worker.submit(fn, callback)
 
 
-class Latest:
-    """Keeps only the newest request of one kind: older pending ones are dropped, stale results ignored."""
+class Latest(_Latest):
+    """`explorer.ui.worker.Latest` on the analysis worker."""
 
     def __init__(self) -> None:
-        self.generation = 0
-        self.pending: Future | None = None
-
-    def submit(self, fn: Callable[[], Any], on_done: Callable[[bool, Any], None]) -> None:
-        self.generation += 1
-        gen = self.generation
-        if self.pending is not None:
-            self.pending.cancel()
-
-        def done(ok: bool, value: Any) -> None:
-            if gen == self.generation:
-                self.pending = None
-                on_done(ok, value)
-
-        self.pending = run_in_background(fn, done)
-
-    def cancel(self) -> None:
-        self.generation += 1
-        if self.pending is not None:
-            self.pending.cancel()
-            self.pending = None
+        super().__init__(run_in_background)
 
 
 class AnalysisSession(QObject):

@@ -8,13 +8,15 @@ from PySide6.QtWidgets import (
     QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
-from explorer.model.timeline.event_details import EventDetails, event_details
+from explorer.model.timeline.event_details import Dependency, EventDetails, event_details
 from explorer.model.timeline.trace_index import EventRef, TraceIndex
 
 
 class QtEventDetails(QWidget):
     """Shows `explorer.model.timeline.event_details` for the selected event.
 
+    The fields show at once (`show_event`); the dependencies when the window's selection
+    worker has found them (`show_dependencies`, from `ViewState.dependencies_changed`).
     Clicking a dependency emits `jump_requested(EventRef)`; the window forwards it to
     `TimelineWidget.highlight`.
     """
@@ -66,7 +68,7 @@ class QtEventDetails(QWidget):
             self.title.setText("Click an event in the timeline to see its details.")
             self.deps_label.setText("Dependencies")
             return
-        d = self.details = event_details(self.index, ref)
+        d = self.details = event_details(self.index, ref, with_dependencies=False)
         self.title.setText(d.title)
         self.fields.setRowCount(len(d.fields))
         for i, (k, v) in enumerate(d.fields):
@@ -75,12 +77,19 @@ class QtEventDetails(QWidget):
             self.fields.setItem(i, 0, key)
             self.fields.setItem(i, 1, QTableWidgetItem(v))
         self.fields.resizeRowsToContents()
-        waits = sum(1 for x in d.dependencies if x.direction == "waits for")
-        self.deps_label.setText(
-            f"Dependencies: waits for {waits}, unblocks {len(d.dependencies) - waits} (click to jump)"
-            if ref.table in ("instructions", "dma") else "Dependencies: only instructions and DMA have flows"
-        )
-        for dep in d.dependencies:
+        self.deps_label.setText("Dependencies: finding\u2026" if ref.table in ("instructions", "dma")
+                                else "Dependencies: only instructions and DMA have flows")
+
+    def show_dependencies(self, ref: EventRef, deps: list[Dependency]) -> None:
+        """The shown event's dependencies arrived (ignored if another event is shown by now)."""
+        d = self.details
+        if d is None or d.ref != ref:
+            return
+        d.dependencies = deps
+        self.deps.clear()
+        waits = sum(1 for x in deps if x.direction == "waits for")
+        self.deps_label.setText(f"Dependencies: waits for {waits}, unblocks {len(deps) - waits} (click to jump)")
+        for dep in deps:
             arrow = "\u2190" if dep.direction == "waits for" else "\u2192"
             item = QListWidgetItem(f"{arrow} {dep.direction} ({dep.kind}): {dep.label}")
             item.setData(Qt.UserRole, dep.ref)

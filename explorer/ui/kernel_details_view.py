@@ -2,7 +2,9 @@
 
 Shows `explorer.model.analysis.kernel_details.kernel_details(trace, kernel_id)` as it is:
 the kernel's operator-table row, busy time per engine, the instruction mix, the
-DMA queues, and the roofline of its dtype (`QtRoofline`).
+DMA queues, and the roofline of its dtype (`QtRoofline`). They are computed on the
+selection's worker (tens of ms at 28M events): the header says so meanwhile, and a kernel
+the user has left by the time its details arrive is not shown.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from explorer.ui.analysis_session import TraceAnalysis
 from explorer.ui.operators_view import BOUND_COLOURS
 from explorer.ui.panes import fill, split, stack
 from explorer.ui.roofline_plot import QtRoofline
+from explorer.ui.selection_worker import latest
 
 ENGINE_COLUMNS = (
     F.Column("engine", "engine", tip="Tensor = both Tensor rows (LoadStationary and MultiplyMoving); dma = its DMA queues."),
@@ -69,6 +72,7 @@ class QtKernelDetails(QWidget):
         self.tabs.addTab(F.make_table(self.mix, "kernel-instruction-mix"), "Instruction mix")
         self.tabs.addTab(F.make_table(self.queues, "kernel-dma-queues"), "DMA queues")
         self.roofline = QtRoofline()
+        self._latest = latest()
         fill(self, split(Qt.Horizontal, stack(self.header, self.tabs), self.roofline, stretch=(3, 2)), margin=2)
 
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
@@ -76,18 +80,31 @@ class QtKernelDetails(QWidget):
         self.show_kernel(None)
 
     def show_kernel(self, kernel_id: int | None) -> None:
-        if kernel_id == self.kernel_id and self.details is not None:
+        """Show a kernel's details once computed (None: none)."""
+        if kernel_id == self.kernel_id and (self.details is not None or self._latest.pending is not None):
             return
         self.kernel_id = kernel_id
+        self.details = None
+        for m in (self.engines, self.mix, self.queues):
+            m.set_frame(None)
+        self.roofline.clear()
         a = self.analysis
         if a is None or kernel_id is None:
-            self.details = None
-            for m in (self.engines, self.mix, self.queues):
-                m.set_frame(None)
-            self.roofline.clear()
+            self._latest.cancel()
             self.header.setText("Select a kernel (or one of its instructions) in the operator tree or the timeline.")
             return
-        d = self.details = kernel_details(a.trace, kernel_id, a.hierarchy)
+        self.header.setText(f"Kernel {kernel_id}: computing its engine time, instruction mix and roofline\u2026")
+        trace, h = a.trace, a.hierarchy
+        self._latest.submit(lambda: kernel_details(trace, kernel_id, h),
+                            lambda ok, value: self._computed(a, kernel_id, ok, value))
+
+    def _computed(self, a: TraceAnalysis, kernel_id: int, ok: bool, value) -> None:
+        if a is not self.analysis or kernel_id != self.kernel_id:
+            return  # another trace or kernel by now
+        if not ok:
+            self.header.setText(html.escape(value))
+            return
+        d = self.details = value
         self.engines.set_frame(d.engines)
         self.mix.set_frame(d.instruction_mix)
         self.queues.set_frame(d.dma_queues)

@@ -90,6 +90,7 @@ class MainWindow(QMainWindow):
 
         tl, view = self.timeline, self.view
         view.selection_changed.connect(self.details.show_event)
+        view.dependencies_changed.connect(self._show_dependencies)
         view.selection_changed.connect(self._raise_details)
         view.area_changed.connect(self._area_changed)
         view.viewport.changed.connect(self.utilisation.set_range)
@@ -325,6 +326,9 @@ class MainWindow(QMainWindow):
 
     def highlight(self, ref: EventRef) -> None:
         self.timeline.highlight(ref)
+
+    def _show_dependencies(self, ref: EventRef) -> None:
+        self.details.show_dependencies(ref, self.view.selected_dependencies)
 
     def _raise_details(self, ref: EventRef | None) -> None:
         if ref is not None:

@@ -27,9 +27,11 @@ from explorer.model.analysis.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarch
 from explorer.model.analysis.metrics import format_metric
 from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from explorer.ui.operator_columns import OperatorColumns, significant
+from explorer.ui.selection_worker import latest
 from simcore.errors import UserError
 
 CHUNK = 500  # children handed to the view per fetchMore
+KERNEL_ROWS_KEPT = 8  # kernels whose event rows stay read (a re-sort or re-filter does not read them again)
 AUTO_EXPAND_MATCHES = 60  # a filter expands the path to at most this many matching rows
 
 # (key, header): key is a Hierarchy row column, or "where" (chip.core)
@@ -158,6 +160,7 @@ class OperatorTreeModel(QAbstractItemModel):
         self.shown: set[str] | None = None  # filter: op/kernel nodes to show (None: all)
         self.matches: list[str] = []
         self._kernel_events: dict[int, int] = {}
+        self._kernel_rows: dict[str, pd.DataFrame] = {}  # "kernel:K" -> Hierarchy.children, newest last
 
     # -- data ------------------------------------------------------------------------
     def set_hierarchy(self, h: Hierarchy | None) -> None:
@@ -166,6 +169,7 @@ class OperatorTreeModel(QAbstractItemModel):
         self.root = _Node("", None, 0, h is not None)
         self.shown, self.matches = None, []
         self._kernel_events = {}
+        self._kernel_rows = {}
         if h is not None:
             self.origin = int(h.trace.span_ns[0])
             k = h.kernels
@@ -173,8 +177,35 @@ class OperatorTreeModel(QAbstractItemModel):
                                            (k["instruction_count"] + k["dma_count"]).tolist()))
         self.endResetModel()
 
+    def kernel_to_read(self, key: str) -> str | None:
+        """The kernel whose event rows showing `key` would read (tens of ms at 28M events), or None."""
+        if self.h is None or key.partition(":")[0] not in ("instruction", "dma"):
+            return None
+        try:
+            kernel = next((k for k in self.h.ancestors(key) if k.startswith("kernel:")), None)
+        except UserError:
+            return None
+        return None if kernel is None or kernel in self._kernel_rows else kernel
+
+    def keep_kernel_rows(self, h: Hierarchy, kernel: str, frame: pd.DataFrame) -> None:
+        """Rows under `kernel` read off the GUI thread (ignored if the tree shows another trace by now)."""
+        if h is self.h:
+            self._kernel_rows.pop(kernel, None)
+            self._kernel_rows[kernel] = frame
+            while len(self._kernel_rows) > KERNEL_ROWS_KEPT:
+                self._kernel_rows.pop(next(iter(self._kernel_rows)))
+
+    def _children(self, key: str) -> pd.DataFrame:
+        if not key.startswith("kernel:"):
+            return self.h.children(key)
+        frame = self._kernel_rows.get(key)
+        if frame is None:
+            frame = self.h.children(key)
+            self.keep_kernel_rows(self.h, key, frame)
+        return frame
+
     def _child_frame(self, node: _Node) -> pd.DataFrame:
-        frame = self.h.children(node.key)
+        frame = self._children(node.key)
         if self.shown is not None and node.get("level") != "kernel":
             shown = self.shown  # (a set lookup per child: children tables are small, Series.isin is not)
             frame = frame[np.fromiter((k in shown for k in frame["node"].tolist()), bool, len(frame))]
@@ -443,6 +474,8 @@ class QtOperators(QWidget):
         self.columns = OperatorColumns(self.view, COLUMN_KEYS)  # widths, order, right-click to show/hide
         self.view.activated.connect(self._activated)
         self.view.selectionModel().currentRowChanged.connect(self._current_changed)
+        self._rows = latest()  # a kernel's rows, read on the selection's worker
+        self._wanted: str | None = None
         self._filter_timer = QTimer(self, singleShot=True, interval=200)
         self._filter_timer.timeout.connect(self._apply_filter)
         self.filter.textChanged.connect(lambda _t: self._filter_timer.start())
@@ -483,8 +516,33 @@ class QtOperators(QWidget):
         rows = self.view.selectionModel().selectedRows(0)
         return [self.model.data(i, Qt.UserRole) for i in rows]
 
+    def select_node_soon(self, key: str) -> None:
+        """`select_node`, after reading the rows under the node's kernel on the selection's worker
+        when the tree has not read them yet (a jump to an instruction of a kernel never expanded)."""
+        self._wanted = key
+        h, kernel = self.model.h, self.model.kernel_to_read(key)
+        if kernel is None:
+            self._rows.cancel()
+            self.select_node(key)
+            return
+
+        def read(ok: bool, frame) -> None:
+            if h is not self.model.h:
+                return  # another trace by now
+            if ok:
+                self.model.keep_kernel_rows(h, kernel, frame)
+            if key != self._wanted:
+                return  # another selection by now: keep the rows, do not move the tree back
+            if not ok:
+                self.status.setText(frame)
+                return
+            self.select_node(key)
+
+        self._rows.submit(lambda: h.children(kernel), read)
+
     def select_node(self, key: str) -> bool:
         """Expand to a node and select it (the timeline's selection); False if it is filtered out."""
+        self._wanted = key
         if key == self.current_node():
             return True
         idx = self.model.index_for(key)

@@ -21,11 +21,13 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QScrollBar, QSplitter, QVBoxLayout, QWidget
 
 from explorer.model.scope import Scope
+from explorer.model.timeline.event_details import dependencies_of
 from explorer.model.timeline.track_tree import TrackTree
 from explorer.model.timeline.trace_index import EventRef, TraceIndex
 from explorer.model.timeline.view_state import ViewState, Viewport
 from explorer.ui import palette as P
 from explorer.ui.ruler import TimeRuler
+from explorer.ui.selection_worker import latest
 from explorer.ui.track_canvas import TrackCanvas
 
 ZOOM_STEP = 0.8  # W: width x 0.8; S: width / 0.8
@@ -103,6 +105,9 @@ class TimelineWidget(QWidget):
         lay.addWidget(self.ruler)
         lay.addWidget(self.splitter, 1)
         self.setFocusProxy(self.canvas)
+        self._deps = latest()
+        self.state.selection_changed.connect(self._find_dependencies)
+        self.state.dependencies_changed.connect(self._dependencies_found)
 
     # -- the view state, read through the widget (tests and scripts) -------------------
     @property
@@ -148,6 +153,19 @@ class TimelineWidget(QWidget):
     def set_colour_mode(self, mode: str) -> None:
         """Colour events by opcode, kernel, op or layer."""
         self.state.set_colour_mode(mode)
+
+    def _find_dependencies(self, ref: EventRef | None) -> None:
+        """The selected event's flow arrows: found on the selection's worker, drawn when they arrive."""
+        if ref is None or ref.table not in ("instructions", "dma"):
+            self._deps.cancel()
+            return
+        state = self.state
+        index = state.index
+        self._deps.submit(lambda: dependencies_of(index, ref),
+                          lambda ok, deps: ok and state.index is index and state.set_dependencies(ref, deps))
+
+    def _dependencies_found(self, _ref: EventRef) -> None:
+        self.canvas.update()
 
     # -- the public driving API ------------------------------------------------------
     def zoom_to(self, t0: float, t1: float, track_id: int | None = None) -> None:

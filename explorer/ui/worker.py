@@ -70,3 +70,32 @@ class Worker:
             bridge.finished.emit((callback, ok, value))
 
         return self._executor.submit(work)
+
+
+class Latest:
+    """Keeps only the newest request of one kind on a worker: older pending ones are dropped,
+    stale results ignored (a result computed for a selection the user has since left)."""
+
+    def __init__(self, run: Callable[[Callable[[], Any], Callback], Future]) -> None:
+        self.run = run
+        self.generation = 0
+        self.pending: Future | None = None
+
+    def submit(self, fn: Callable[[], Any], on_done: Callback) -> None:
+        self.generation += 1
+        gen = self.generation
+        if self.pending is not None:
+            self.pending.cancel()
+
+        def done(ok: bool, value: Any) -> None:
+            if gen == self.generation:
+                self.pending = None
+                on_done(ok, value)
+
+        self.pending = self.run(fn, done)
+
+    def cancel(self) -> None:
+        self.generation += 1
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None

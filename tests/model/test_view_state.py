@@ -26,7 +26,7 @@ class Recorder:
 
     def __init__(self, state: ViewState) -> None:
         self.seen: list[tuple] = []
-        for name in ("index_changed", "selection_changed", "area_changed", "area_preview", "hover_changed",
+        for name in ("index_changed", "selection_changed", "dependencies_changed", "area_changed", "area_preview", "hover_changed",
                      "colour_mode_changed", "node_changed"):
             getattr(state, name).connect(lambda *args, n=name: self.seen.append((n, *args)))
         state.viewport.changed.connect(lambda t0, t1: self.seen.append(("viewport", t0, t1)))
@@ -55,8 +55,16 @@ def test_selecting_finds_dependencies_and_f_fits_it(index):
     dma = index.find_id(DMA_ID0)
     rec = Recorder(state)
     state.select(dma)
-    assert rec.seen == [("selection_changed", dma)]
-    assert [d.direction for d in state.selected_dependencies] == ["unblocks"]
+    assert rec.seen == [("selection_changed", dma)] and state.selected_dependencies == []
+    deps = state.find_dependencies(dma)
+    assert [d.direction for d in deps] == ["unblocks"]
+    assert state.set_dependencies(dma, deps)
+    assert rec.seen[-1] == ("dependencies_changed", dma) and state.selected_dependencies == deps
+    other = index.find_id(int(index.tables["instructions"].value("id", 0)))
+    state.select(other)
+    assert not state.set_dependencies(dma, deps)  # a stale answer for the previous selection is dropped
+    assert state.selected_dependencies == [] and rec.seen[-1] == ("selection_changed", other)
+    state.select(dma)
     state.fit_selection()
     s, e = index.interval(dma)
     assert state.viewport.t0 < s and e < state.viewport.t1 and state.viewport.width < 2 * (e - s)

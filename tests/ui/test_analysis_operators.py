@@ -36,7 +36,8 @@ def test_drill_from_a_layer_down_to_an_instruction_and_back_up(window, qtbot):
     assert seen == ["op:2", "kernel:0", "instruction:0"]
     assert p.session.node == "instruction:0"
     # the details follow the tree: the instruction's kernel, its dependencies
-    assert p.kernel_details.kernel_id == 0 and "matmul_qkv" in p.kernel_details.header.text()
+    assert p.kernel_details.kernel_id == 0
+    qtbot.waitUntil(lambda: "matmul_qkv" in p.kernel_details.header.text())
     assert p.dependencies.node == "instruction:0"
     # back up with Left: from a leaf Left goes to the parent, from an expanded node it collapses
     QTest.keyClick(view, Qt.Key_Left)
@@ -98,7 +99,7 @@ def test_a_timeline_click_selects_the_row_in_the_tree(window, qtbot):
     QTest.mouseClick(canvas, Qt.LeftButton, Qt.NoModifier, canvas.point_for(ref))
     assert tl.selected == ref
     ops = p.operators
-    assert ops.current_node() == "instruction:1003"
+    qtbot.waitUntil(lambda: ops.current_node() == "instruction:1003")  # its kernel's rows read off the GUI thread
     idx = ops.view.currentIndex()
     assert ops.model.data(idx.parent(), Qt.UserRole) == "kernel:1"
     assert ops.view.isExpanded(idx.parent()) and ops.view.isExpanded(idx.parent().parent())
@@ -107,6 +108,56 @@ def test_a_timeline_click_selects_the_row_in_the_tree(window, qtbot):
     tl.zoom_to(0, 100_000)
     QTest.mouseClick(canvas, Qt.LeftButton, Qt.NoModifier, canvas.point_for(kref))
     assert ops.current_node() == "kernel:0"
+
+
+def test_a_slow_answer_for_a_left_selection_does_not_overwrite_the_newer_one(window, qtbot, monkeypatch):
+    """Jump to an event of kernel 1 and, while its answers are still being computed, to kernel 0:
+    the tree, the kernel details and the Details panel end on kernel 0, whatever comes back late."""
+    import threading
+
+    from explorer.model.analysis import kernel_details as KD
+
+    p = ready(window, qtbot)
+    tl, ops, kd = window.timeline, p.operators, p.kernel_details
+    h = p.session.analysis.hierarchy
+    real_children, real_details = type(h).children, KD.kernel_details
+    rows_gate, details_gate, details_started = threading.Event(), threading.Event(), threading.Event()
+
+    def held_children(self, node):
+        if node == "kernel:1":
+            rows_gate.wait(10)
+        return real_children(self, node)
+
+    def held_details(trace, kernel_id, hierarchy=None):
+        if kernel_id == 1:
+            details_started.set()
+            details_gate.wait(10)
+        return real_details(trace, kernel_id, hierarchy)
+
+    monkeypatch.setattr(type(h), "children", held_children)
+    monkeypatch.setattr("explorer.ui.kernel_details_view.kernel_details", held_details)
+    kernel0 = EventRef("kernels", 0)
+    # 1. the tree: kernel 1's rows (never read yet) come back after the jump to kernel 0
+    tl.highlight(window.loaded.index.find_id(1003))  # TensorTensor #903 of kernel 1 (softmax)
+    assert kd.kernel_id == 1 and "computing" in kd.header.text()
+    assert ops.current_node() != "instruction:1003"  # the tree waits for its kernel's rows
+    assert window.details.title.text() == "TensorTensor"  # the event's own fields show at once
+    tl.highlight(kernel0)
+    assert ops.current_node() == "kernel:0"
+    rows_gate.set()
+    qtbot.waitUntil(lambda: kd.details is not None)
+    qtbot.wait(100)
+    assert ops.current_node() == "kernel:0" and int(kd.details.kernel["kernel_id"]) == 0
+    # 2. the kernel details: kernel 1's are being computed when the jump to kernel 0 comes
+    tl.highlight(window.loaded.index.find_id(1003))
+    qtbot.waitUntil(details_started.is_set)
+    tl.highlight(kernel0)
+    details_gate.set()
+    qtbot.waitUntil(lambda: kd.details is not None)
+    qtbot.wait(100)  # kernel 1's details came back by now, and were dropped
+    assert tl.selected == kernel0 and ops.current_node() == "kernel:0"
+    assert kd.kernel_id == 0 and int(kd.details.kernel["kernel_id"]) == 0 and "matmul_qkv" in kd.header.text()
+    assert window.details.title.text() == "matmul_qkv"
 
 
 def test_sort_by_a_header_click_and_filter(window, qtbot):

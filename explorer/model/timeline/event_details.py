@@ -54,8 +54,10 @@ def describe(index: TraceIndex, ref: EventRef) -> str:
     return f"{index.event_name(ref)} on {where} at {format_ns(start - index.span[0])}"
 
 
-def event_details(index: TraceIndex, ref: EventRef) -> EventDetails:
-    """The details panel's content for `ref`."""
+def event_details(index: TraceIndex, ref: EventRef, with_dependencies: bool = True) -> EventDetails:
+    """The details panel's content for `ref`. The fields cost a few row reads; the dependencies a
+    pass over the flows (tens of ms at 45M flows), so a window asks for them apart
+    (`with_dependencies=False`, then `dependencies` off the GUI thread)."""
     ev = index.tables[ref.table]
     row = ref.row
     lane, _ = index.locate(ref)
@@ -108,9 +110,16 @@ def event_details(index: TraceIndex, ref: EventRef) -> EventDetails:
     for key in ("kernel", "op", "layer"):
         if path.get(key):
             f.append((key, path[key]))
-    if ref.table in ("instructions", "dma"):
-        d.dependencies = dependencies(index, int(v("id", row)))
+    if with_dependencies:
+        d.dependencies = dependencies_of(index, ref)
     return d
+
+
+def dependencies_of(index: TraceIndex, ref: EventRef) -> list[Dependency]:
+    """`dependencies` of an event by reference: only instructions and DMA transfers have flows."""
+    if ref.table not in ("instructions", "dma"):
+        return []
+    return dependencies(index, int(index.tables[ref.table].value("id", ref.row)))
 
 
 _FLOWS_INTO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

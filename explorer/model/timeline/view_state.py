@@ -10,6 +10,7 @@ Signals (each emitted only by the setter of what it names):
   viewport.changed(t0, t1)    the visible range, absolute ns
   index_changed(index)        a trace was shown (TraceIndex | None)
   selection_changed(ref)      the selected event (EventRef | None)
+  dependencies_changed(ref)   the selected event's dependencies arrived (`selected_dependencies`)
   area_changed(scope)         an area selection was made or cleared (Scope | None)
   area_preview(scope)         an area selection being dragged (not final)
   hover_changed(t)            the time under the pointer (float | None)
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from psygnal import Signal
 
-from explorer.model.timeline.event_details import Dependency, dependencies
+from explorer.model.timeline.event_details import Dependency, dependencies_of
 from explorer.model.scope import Scope
 from explorer.model.timeline.trace_index import COLOUR_MODES, ColourCodes, EventRef, TraceIndex
 
@@ -88,6 +89,7 @@ class ViewState:
 
     index_changed = Signal(object)
     selection_changed = Signal(object)
+    dependencies_changed = Signal(object)
     area_changed = Signal(object)
     area_preview = Signal(object)
     hover_changed = Signal(object)
@@ -130,13 +132,24 @@ class ViewState:
         self.colour_mode_changed.emit(mode)
 
     def select(self, ref: EventRef | None) -> None:
-        """Select an event (None clears) and find its dependencies (flow edges)."""
+        """Select an event (None clears). Its dependencies come apart (`find_dependencies`, then
+        `set_dependencies`): a pass over the flows that a window makes off its GUI thread."""
         self.selected = ref
         self.selected_dependencies = []
-        if ref is not None and self.index is not None and ref.table in ("instructions", "dma"):
-            eid = int(self.index.tables[ref.table].value("id", ref.row))
-            self.selected_dependencies = dependencies(self.index, eid)
         self.selection_changed.emit(ref)
+
+    def find_dependencies(self, ref: EventRef) -> list[Dependency]:
+        """The flow edges into and out of `ref` (reads only; safe on a worker thread)."""
+        index = self.index
+        return [] if index is None else dependencies_of(index, ref)
+
+    def set_dependencies(self, ref: EventRef, deps: list[Dependency]) -> bool:
+        """Keep `ref`'s dependencies if it is still the selected event (False: a stale result, dropped)."""
+        if ref != self.selected:
+            return False
+        self.selected_dependencies = deps
+        self.dependencies_changed.emit(ref)
+        return True
 
     def set_area(self, area: Scope | None, *, final: bool = True) -> None:
         """An area selection (rows x window, a Scope); `final` when the drag has ended."""
