@@ -124,7 +124,11 @@ def timed_app():
                 own = took - inner
                 if own > 0.005:
                     try:
-                        who = f"{type(receiver).__name__}({receiver.objectName()}) {event.type().name}"
+                        name = receiver.objectName()
+                        parent = receiver.parent() if hasattr(receiver, "parent") else None
+                        if parent is not None and (not name or name.startswith("qt_")):
+                            name = f"{name} of {type(parent).__name__}({parent.objectName()})"
+                        who = f"{type(receiver).__name__}({name}) {event.type().name}"
                     except (RuntimeError, AttributeError):
                         who = "(deleted)"
                     self.slow[who] += own * 1e3

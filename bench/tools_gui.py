@@ -63,6 +63,9 @@ def main() -> None:
     ap.add_argument("trace", type=Path)
     ap.add_argument("--kernel-id", type=int, default=None, help="the kernel a deep link goes to (default: the longest)")
     ap.add_argument("--profile", action="store_true", help="print where the GUI thread was during each tool's stalls")
+    ap.add_argument("--profile-qt", action="store_true",
+                    help="also time Qt's event deliveries (a Python QApplication.notify: slows every event, and "
+                         "PySide sometimes fails to deliver through it; for finding C++ work only)")
     ap.add_argument("--no-pandas", action="store_true", help="skip the pandas baseline of the query (~3 GB at 28M events)")
     args = ap.parse_args()
     from explorer.model import annotations as A
@@ -72,7 +75,7 @@ def main() -> None:
     from explorer.model.timeline.field_search import field_search
     from explorer.ui import ensure_app, open_window
 
-    if args.profile:
+    if args.profile_qt:
         from gui_stall import timed_app
 
         timed_app()
@@ -108,12 +111,12 @@ def main() -> None:
         if args.profile:
             for n, where in s.top():
                 print(f"    {2 * n:5d} ms  {where}", flush=True)
-            for who, ms in app.slow.most_common(5):
+            for who, ms in getattr(app, "slow", {}) and app.slow.most_common(5):
                 print(f"    {ms:5.0f} ms  (Qt event, exclusive) {who}", flush=True)
 
     def measure(name: str, start, done, inline) -> None:
         settle()
-        if args.profile:
+        if args.profile_qt:
             app.slow.clear()
             app.recording = True
         with Stall(sample=args.profile) as s:
@@ -125,15 +128,16 @@ def main() -> None:
                 app.processEvents()
                 time.sleep(0.001)
         answer = t1 - t
-        if args.profile:
+        if args.profile_qt:
             app.recording = False
         t = time.perf_counter()
         inline()
         report(name, s, answer, time.perf_counter() - t)
 
     from explorer.ui.analysis_session import _worker as analysis_worker
+    from explorer.ui.selection_worker import _worker as selection_worker
     from explorer.ui.tools.background import _worker as tools_worker
-    workers = (analysis_worker, tools_worker)
+    workers = (analysis_worker, tools_worker, selection_worker)
     settle()
     with Stall(sample=args.profile) as s:  # the noise floor: the machine's own scheduling gaps, nothing running
         for _ in range(800):
