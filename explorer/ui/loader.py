@@ -39,8 +39,11 @@ def load(path: Path, progress=None, colour_mode: str = "opcode") -> LoadedTrace:
     A persisted index that matches the trace's files (`index_cache`) replaces both the full
     validation (it was written after one, of these very files) and the pass over the tables.
     """
+    from explorer.interop.neuron_profile.as_trace import trace_path
+
     say = progress or (lambda f, m: None)
     say(0.0, f"opening {path.name}")
+    path = Path(trace_path(str(path)))  # a Neuron Explorer profile directory: imported first
     trace = open_trace(path, validate=False, checksums=False)  # meta, magic and schema now; data below;
     # checksums after the window shows it (TraceLoader.run)
     saved = index_cache.load(trace)

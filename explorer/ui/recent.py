@@ -25,7 +25,10 @@ class RecentFiles:
         return [str(v) for v in (value or [])]
 
     def add(self, path: str | Path) -> None:
-        p = str(Path(path).resolve())
+        """Put `path` first; a trace imported from a Neuron profile is remembered as the profile."""
+        from explorer.interop.neuron_profile.as_trace import source_of
+
+        p = source_of(path) or str(Path(path).resolve())
         items = [x for x in self.paths() if x != p]
         self.store.setValue(KEY, [p, *items][:MAX_RECENT])
         self.store.sync()

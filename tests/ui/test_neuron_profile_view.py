@@ -1,5 +1,6 @@
-"""A Neuron Explorer profile in the window: `trnx view PROFILE_DIR` and an imported trace both load,
-with a row per physical core's engines and the imported counters drawn."""
+"""A Neuron Explorer profile in the window: `trnx view PROFILE_DIR`, File > Open / Open recent of a
+profile directory and an imported trace all load, with a row per physical core's engines and the
+imported counters drawn; the recent-files list names the profile, never a temporary import."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import user_settings
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QFileDialog
+
 from explorer.interop.neuron_profile import import_neuron_profile
+from explorer.ui.recent import RecentFiles
 from interop.neuron_profiles import write_ranks
 
 
@@ -36,6 +42,34 @@ def test_view_opens_a_profile_directory_directly(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "first frame rendered" in r.stdout
     assert sorted(p.name for p in (tmp_path / "prof").iterdir()) == ["rank_0"]  # nothing written beside the profile
+    recent = RecentFiles(QSettings(str(user_settings.PRIVATE_SETTINGS), QSettings.IniFormat)).paths()
+    assert recent[0] == str((tmp_path / "prof").resolve())  # the profile, not its import (gone at exit)
+    assert not any("trnx-profile-" in p for p in recent)
+
+
+def test_file_open_and_open_recent_of_a_profile_directory_import_it(qtbot, monkeypatch, tmp_path: Path) -> None:
+    from explorer.ui import open_window
+
+    prof = write_ranks(tmp_path / "prof", ranks=2, layers=1)
+    w = open_window()
+    qtbot.addWidget(w)
+    w.show_error_dialogs = False  # a failure is asserted below, not a modal dialog
+    failed: list[str] = []
+    w.load_failed.connect(failed.append)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(prof)))
+    next(a for a in w.menuBar().actions()[0].menu().actions() if a.text().startswith("&Open trace")).trigger()
+    qtbot.waitUntil(lambda: w.loaded is not None or bool(failed), timeout=20_000)
+    assert failed == []
+    assert w.loaded.index.tables["kernels"].n == 2 * 2 * 3 and w.loaded.index.trace.meta["simulator"]["is_simulation"] is False
+    assert w.windowTitle().startswith("prof.trnx")
+    w.close_trace()
+    w._fill_recent()
+    recent = w.recent_menu.actions()
+    assert recent[0].text() == str(prof.resolve())
+    recent[0].trigger()  # opens the profile again, through a new import
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=20_000)
+    assert w.loaded.index.tables["kernels"].n == 2 * 2 * 3
+    assert sorted(p.name for p in prof.iterdir()) == ["rank_0", "rank_1"]  # nothing written beside the profile
 
 
 def test_compare_window_aligns_measured_and_simulated_by_name(qtbot, monkeypatch, tmp_path: Path) -> None:
