@@ -107,10 +107,10 @@ def ensure_capture(name: str, recapture: bool) -> tuple[Path, dict | None]:
     if path.exists() and stamp.exists() and json.loads(stamp.read_text()) == want and not recapture:
         return path, None
     OUT.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        shutil.rmtree(path)  # ours: bench/out holds only what this bench wrote
     print(f"capturing {name}: trnx capture {' '.join(CAPTURES[name])}", flush=True)
-    r = run(["capture", *CAPTURES[name], "-o", str(path)])
+    # --overwrite replaces the old capture (ours) only once the new one is complete, so whoever
+    # reads it meanwhile (another bench, a window) never finds it missing or half written
+    r = run(["capture", *CAPTURES[name], "-o", str(path), "--overwrite"])
     stamp.write_text(json.dumps(want))
     kept = recorded_index(name)
     kept.unlink(missing_ok=True)
