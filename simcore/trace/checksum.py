@@ -11,6 +11,7 @@ hashes a file's blocks in threads (hashlib works without the GIL) before it firs
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 BLOCK = 64 << 20
 ALGORITHM = "sha256-64MiB"
 _READ = 4 << 20
+_MAP = 16 << 20  # the window the writer's hasher maps at a time
 
 
 def combine(block_digests: list[bytes]) -> str:
@@ -35,6 +37,21 @@ def _block_digest(fd: int, offset: int, length: int) -> bytes:
         if n <= 0:
             raise OSError(f"unexpected end of file at byte {offset}")
         h.update(view[:n])
+        offset += n
+    return h.digest()
+
+
+def _mapped_block_digest(fd: int, offset: int, length: int) -> bytes:
+    """`_block_digest` hashing the file's pages where they are, mapped a window at a time: no copy
+    out of the page cache (the writer's own files, which nobody truncates under it)."""
+    if length <= 0 or offset % mmap.ALLOCATIONGRANULARITY:
+        return _block_digest(fd, offset, length)
+    h = hashlib.sha256()
+    end = offset + length
+    while offset < end:
+        n = min(_MAP, end - offset)
+        with mmap.mmap(fd, n, access=mmap.ACCESS_READ, offset=offset) as m, memoryview(m) as view:
+            h.update(view)
         offset += n
     return h.digest()
 
@@ -88,7 +105,7 @@ class WrittenFileHasher:
     def written(self, size: int) -> None:
         """The file now holds `size` bytes: hash every block they complete."""
         while self._fd >= 0 and self._hashed_to + BLOCK <= size:
-            self._blocks.append(self._pool.submit(_block_digest, self._fd, self._hashed_to, BLOCK))
+            self._blocks.append(self._pool.submit(_mapped_block_digest, self._fd, self._hashed_to, BLOCK))
             self._hashed_to += BLOCK
 
     def finish(self, size: int) -> None:
@@ -97,7 +114,7 @@ class WrittenFileHasher:
             return
         self.written(size)
         if size > self._hashed_to or not self._blocks:  # the shorter last block; an empty file's one
-            self._blocks.append(self._pool.submit(_block_digest, self._fd, self._hashed_to, size - self._hashed_to))
+            self._blocks.append(self._pool.submit(_mapped_block_digest, self._fd, self._hashed_to, size - self._hashed_to))
         self._done = True
 
     @property
