@@ -194,6 +194,21 @@ def test_cli_import_detects_a_profile_directory(tmp_path: Path) -> None:
     assert facts["ranks"] == [0, 1] and facts["rows"]["instructions"] == open_trace(out).row_count("instructions")
 
 
+def test_summary_and_diff_of_a_profile_directory_name_the_profile(tmp_path: Path) -> None:
+    import clirun
+
+    prof = write_ranks(tmp_path / "prof", ranks=2, layers=1)
+    code, out, err = clirun.trnx("summary", prof, "--json", "--no-recommendations")
+    assert code == 0, err
+    assert json.loads(out)["trace"] == str(prof.resolve())  # not the private import, gone at exit
+    code, out, err = clirun.trnx("summary", prof, "--no-recommendations")
+    assert out.splitlines()[0] == f"trace      {prof.resolve()}"
+    code, out, err = clirun.trnx("diff", prof, prof, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert (d["a"], d["b"]) == (str(prof.resolve()), str(prof.resolve()))
+
+
 def _bad(tmp: Path, how: str) -> Path:
     d = write_profile(tmp / how, layers=1, hlos=1)
     if how == "not-parquet":

@@ -50,10 +50,11 @@ def diff(a: str, b: str, as_json: bool, top: int, align: str, **selection: Any) 
     from explorer.model.analysis.diff import diff as compute
     from simcore.trace import open_trace
 
-    from explorer.interop.neuron_profile.as_trace import trace_path
+    from explorer.interop.neuron_profile.as_trace import source_of, trace_path
 
     scope = pop_scope(selection)
     d = compute(open_trace(trace_path(a)), open_trace(trace_path(b)), scope=scope)
+    d.a, d.b = source_of(d.a) or d.a, source_of(d.b) or d.b  # a profile, not its temporary import
     ctx = click.get_current_context()
     if as_json:
         keep = top if ctx.get_parameter_source("top") == click.core.ParameterSource.COMMANDLINE else None

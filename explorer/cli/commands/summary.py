@@ -26,12 +26,14 @@ TOP_COLLECTIVES = 5
 def build_report(path: str, scope: Scope, per_chip: bool, recommendations: bool) -> dict[str, Any]:
     """Everything `trnx summary` prints, as plain data (what `--json` emits): `TraceAnalysis.report`,
     the same composition the GUI's panels read."""
-    from explorer.interop.neuron_profile.as_trace import trace_path
+    from explorer.interop.neuron_profile.as_trace import source_of, trace_path
     from explorer.model.analysis.trace_analysis import TraceAnalysis
     from simcore.trace import open_trace
 
     trace = open_trace(trace_path(path))  # full validation: ~15 ms on 10M rows
-    return TraceAnalysis(trace, scope).report(per_chip=per_chip, recommendations=recommendations)
+    report = TraceAnalysis(trace, scope).report(per_chip=per_chip, recommendations=recommendations)
+    report["trace"] = source_of(report["trace"]) or report["trace"]  # a profile, not its temporary import
+    return report
 
 
 def print_report(r: dict[str, Any]) -> None:
