@@ -149,8 +149,15 @@ class _TableFile:
         # pyarrow writes natively (no Python call per buffer); the blocks are hashed on `pool`'s
         # threads as they complete, read back from the page cache
         self.sink = pa.OSFile(str(path), mode="wb")
-        self.hasher = WrittenFileHasher(path, pool)
-        self.writer = ipc.new_file(self.sink, schema, options=options)
+        hasher = None
+        try:
+            self.hasher = hasher = WrittenFileHasher(path, pool)
+            self.writer = ipc.new_file(self.sink, schema, options=options)
+        except BaseException:  # (a full disk): the trace writer's abort does not know this file yet
+            self.sink.close()
+            if hasher is not None:
+                hasher.close()
+            raise
         self.rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:

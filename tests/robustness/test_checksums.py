@@ -163,6 +163,26 @@ def test_a_write_hashed_block_by_block_leaves_no_file_open_committed_or_aborted(
     assert not [t for t in threading.enumerate() if t.name.startswith("trace-hash")]
 
 
+def test_a_table_file_that_cannot_start_leaves_nothing_open(tmp_path, monkeypatch):
+    """A disk that fills as a table file starts (its schema cannot be written): the write fails
+    with that error and nothing of the trace stays open or on disk."""
+    import os
+
+    from simcore.trace import writer as W
+    from tracegen import tiny_tables
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    fds = set(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(W.ipc, "new_file", full)
+    with pytest.raises(OSError, match="No space left"):
+        with W.TraceWriter(tmp_path / "t.trnx") as w:
+            w.write("instructions", tiny_tables()["instructions"])
+    assert list(tmp_path.iterdir()) == []
+    assert set(os.listdir("/proc/self/fd")) <= fds
+
+
 def _bit_flip_runs(trnx, tmp_path: Path, clean: Path, flips_per_file: int, seed: int) -> tuple[int, int]:
     """Flip one bit at a time in every table file of `clean`; each `trnx summary --json` is
     detected (exit 2 and one sentence) or identical to the clean trace's. Returns (runs, detected)."""
