@@ -24,6 +24,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu, QMessageBox
 
 from explorer.model.timeline.trace_index import EventRef
+from explorer.ui import gc_guard
 from explorer.ui.analysis_export import AnalysisExport
 from explorer.ui.analysis_session import AnalysisSession, TraceAnalysis
 from explorer.ui.dependencies_view import QtDependencies
@@ -128,6 +129,8 @@ class AnalysisPanels(QObject):
         self.session.start(loaded.index)
 
     def _ready(self, analysis: TraceAnalysis | None) -> None:
+        if analysis is None:
+            gc_guard.thaw()  # the previous trace's objects may be garbage now
         self.overlay.clear()
         self.summary.set_analysis(analysis)
         self.operators.set_hierarchy(analysis.hierarchy if analysis else None)
@@ -135,6 +138,7 @@ class AnalysisPanels(QObject):
         self.dependencies.set_analysis(analysis)
         self.recommendations.set_recommendations(analysis.recommendations if analysis else None)
         if analysis is not None:
+            gc_guard.settle()  # the trace and its analyses live on: later collections skip them
             self.raise_defaults()
             view = self.window.view
             self.summary.set_range(view.viewport.t0, view.viewport.t1)
