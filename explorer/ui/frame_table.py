@@ -20,6 +20,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
+from explorer.ui import roles as R
 
 
 def natural_key(v: Any) -> tuple:
@@ -108,32 +109,32 @@ class FrameTableModel(QAbstractTableModel):
     def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802
         return len(self.columns)
 
-    def data(self, index: QModelIndex, role: int = Qt.DisplayRole) -> Any:
+    def data(self, index: QModelIndex, role: int = R.DISPLAY) -> Any:
         if not index.isValid():
             return None
         col = self.columns[index.column()]
         rec = self.records[index.row()]
         v = rec.get(col.key)
-        if role == Qt.DisplayRole:
+        if role == R.DISPLAY:
             return col.fmt(v)
-        if role == Qt.UserRole:
+        if role == R.USER:
             return None if _missing(v) else v
-        if role == Qt.ToolTipRole:
+        if role == R.TOOLTIP:
             own = rec.get(col.cell_tip) if col.cell_tip else None
             return own or col.tip or None
-        if role == Qt.ForegroundRole and col.colour is not None:
+        if role == R.FOREGROUND and col.colour is not None:
             return col.colour(rec)
-        if role == Qt.TextAlignmentRole:
+        if role == R.ALIGNMENT:
             numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
-            return int((Qt.AlignRight if numeric else Qt.AlignLeft) | Qt.AlignVCenter)
+            return R.ALIGN_RIGHT if numeric else R.ALIGN_LEFT
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:  # noqa: N802
-        if orientation != Qt.Horizontal or not 0 <= section < len(self.columns):
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = R.DISPLAY) -> Any:  # noqa: N802
+        if orientation != R.HORIZONTAL or not 0 <= section < len(self.columns):
             return None
-        if role == Qt.DisplayRole:
+        if role == R.DISPLAY:
             return self.columns[section].header
-        if role == Qt.ToolTipRole:
+        if role == R.TOOLTIP:
             return self.columns[section].tip or None
         return None
 

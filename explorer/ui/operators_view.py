@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from explorer.model.analysis.hierarchy import COLUMN_DOCS, ROW_COLUMNS, Hierarchy, filter_closure
 from explorer.model.analysis.metrics import format_metric
 from explorer.model.units import format_bytes, format_ns, format_rate_gbps
+from explorer.ui import roles as R
 from explorer.ui.operator_columns import OperatorColumns, significant
 from explorer.ui.selection_worker import latest
 from simcore.errors import UserError
@@ -299,25 +300,25 @@ class OperatorTreeModel(QAbstractItemModel):
         if self.h is not None:
             self._materialize(self.node(parent), CHUNK)
 
-    def data(self, index: QModelIndex, role: int = Qt.DisplayRole) -> Any:
+    def data(self, index: QModelIndex, role: int = R.DISPLAY) -> Any:
         if not index.isValid():
             return None
         n: _Node = index.internalPointer()
         key = COLUMN_KEYS[index.column()]
         row = n
-        if role == Qt.DisplayRole:
+        if role == R.DISPLAY:
             return format_cell(key, row, self.origin)
-        if role == Qt.UserRole:
+        if role == R.USER:
             return n.key
-        if role == Qt.TextAlignmentRole:
-            return int(Qt.AlignLeft | Qt.AlignVCenter) if key in TEXT_COLUMNS else int(Qt.AlignRight | Qt.AlignVCenter)
-        if role == Qt.ForegroundRole:
+        if role == R.ALIGNMENT:
+            return R.ALIGN_LEFT if key in TEXT_COLUMNS else R.ALIGN_RIGHT
+        if role == R.FOREGROUND:
             if key == "bound":
                 return BOUND_COLOURS.get(row.get("bound"))
             if key == "name":
                 return LEVEL_COLOURS.get(row.get("level"))
             return None
-        if role == Qt.ToolTipRole:
+        if role == R.TOOLTIP:
             if key == "name":
                 where = format_cell("where", row, self.origin)
                 dtype = row.get("dtype")
@@ -328,17 +329,17 @@ class OperatorTreeModel(QAbstractItemModel):
             return COLUMN_DOCS.get(key if key != "where" else "core")
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:  # noqa: N802
-        if orientation != Qt.Horizontal or not 0 <= section < len(COLUMNS):
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = R.DISPLAY) -> Any:  # noqa: N802
+        if orientation != R.HORIZONTAL or not 0 <= section < len(COLUMNS):
             return None
         key, label = COLUMNS[section]
-        if role == Qt.DisplayRole:
+        if role == R.DISPLAY:
             return label
-        if role == Qt.ToolTipRole:
+        if role == R.TOOLTIP:
             return (f"{key}: {COLUMN_DOCS.get(key if key != 'where' else 'core', '')}\n"
                     "Right-click the header to show or hide columns; drag a header to move it.")
-        if role == Qt.TextAlignmentRole:
-            return int(Qt.AlignLeft | Qt.AlignVCenter) if key in TEXT_COLUMNS else int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == R.ALIGNMENT:
+            return R.ALIGN_LEFT if key in TEXT_COLUMNS else R.ALIGN_RIGHT
         return None
 
     def flags(self, index: QModelIndex) -> Qt.ItemFlags:
