@@ -37,7 +37,7 @@ def test_drill_from_a_layer_down_to_an_instruction_and_back_up(window, qtbot):
     assert p.session.node == "instruction:0"
     # the details follow the tree: the instruction's kernel, its dependencies
     assert p.kernel_details.kernel_id == 0
-    qtbot.waitUntil(lambda: "matmul_qkv" in p.kernel_details.header.text())
+    qtbot.waitUntil(lambda: "matmul_qkv" in p.kernel_details.header.text(), timeout=30_000)
     assert p.dependencies.node == "instruction:0"
     # back up with Left: from a leaf Left goes to the parent, from an expanded node it collapses
     QTest.keyClick(view, Qt.Key_Left)
@@ -99,7 +99,7 @@ def test_a_timeline_click_selects_the_row_in_the_tree(window, qtbot):
     QTest.mouseClick(canvas, Qt.LeftButton, Qt.NoModifier, canvas.point_for(ref))
     assert tl.selected == ref
     ops = p.operators
-    qtbot.waitUntil(lambda: ops.current_node() == "instruction:1003")  # its kernel's rows read off the GUI thread
+    qtbot.waitUntil(lambda: ops.current_node() == "instruction:1003", timeout=30_000)  # its kernel's rows read off the GUI thread
     idx = ops.view.currentIndex()
     assert ops.model.data(idx.parent(), Qt.UserRole) == "kernel:1"
     assert ops.view.isExpanded(idx.parent()) and ops.view.isExpanded(idx.parent().parent())
@@ -145,15 +145,15 @@ def test_a_slow_answer_for_a_left_selection_does_not_overwrite_the_newer_one(win
     tl.highlight(kernel0)
     assert ops.current_node() == "kernel:0"
     rows_gate.set()
-    qtbot.waitUntil(lambda: kd.details is not None)
+    qtbot.waitUntil(lambda: kd.details is not None, timeout=30_000)
     qtbot.wait(100)
     assert ops.current_node() == "kernel:0" and int(kd.details.kernel["kernel_id"]) == 0
     # 2. the kernel details: kernel 1's are being computed when the jump to kernel 0 comes
     tl.highlight(window.loaded.index.find_id(1003))
-    qtbot.waitUntil(details_started.is_set)
+    qtbot.waitUntil(details_started.is_set, timeout=30_000)
     tl.highlight(kernel0)
     details_gate.set()
-    qtbot.waitUntil(lambda: kd.details is not None)
+    qtbot.waitUntil(lambda: kd.details is not None, timeout=30_000)
     qtbot.wait(100)  # kernel 1's details came back by now, and were dropped
     assert tl.selected == kernel0 and ops.current_node() == "kernel:0"
     assert kd.kernel_id == 0 and int(kd.details.kernel["kernel_id"]) == 0 and "matmul_qkv" in kd.header.text()

@@ -47,7 +47,7 @@ def test_see_a_recommendation_and_follow_its_links(window, qtbot):
     click_item(panel.links, 1)  # the transfer [0, 1000)
     assert tl.selected == EventRef("dma", 0)
     assert tl.viewport.t0 <= 0 and 1000 <= tl.viewport.t1 < 3000
-    qtbot.waitUntil(lambda: p.operators.current_node() == f"dma:{DMA_ID0}")
+    qtbot.waitUntil(lambda: p.operators.current_node() == f"dma:{DMA_ID0}", timeout=30_000)
     click_item(panel.links, 0)  # the kernel [0, 50 us)
     assert tl.selected == EventRef("kernels", 0)
     assert tl.viewport.t0 <= 0 and 50_000 <= tl.viewport.t1 < 60_000
@@ -82,7 +82,7 @@ def test_mxfp8_advice_on_the_bf16_gemm_links_to_its_kernel(qtbot):
     click_item(panel.links, 0)
     assert w.timeline.selected == EventRef("kernels", 0)
     assert p.kernel_details.kernel_id == 0
-    qtbot.waitUntil(lambda: "matmul_gemm" in p.kernel_details.header.text())
+    qtbot.waitUntil(lambda: "matmul_gemm" in p.kernel_details.header.text(), timeout=30_000)
     assert w.timeline.viewport.width > 1_800_000  # the whole 1.86 ms kernel is in view
 
 

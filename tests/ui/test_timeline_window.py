@@ -115,7 +115,7 @@ def test_click_selects_an_instruction_and_the_details_panel_jumps_to_its_depende
     assert d.field("start") == "1 us" and d.field("duration") == "800 ns"
     assert d.field("kernel") == "matmul_qkv" and d.field("op") == "attention.qkv_proj" and d.field("layer") == "layer 0"
     assert d.field("dtype") == "bf16" and "FLOP" in d.field("flops") and d.field("bytes").startswith("64 KiB")
-    qtbot.waitUntil(lambda: d.deps.count() == 1)  # found on the selection's worker, off the GUI thread
+    qtbot.waitUntil(lambda: d.deps.count() == 1, timeout=30_000)  # found on the selection's worker, off the GUI thread
     assert "waits for (semaphore): DMA hbm" in d.deps.item(0).text()
     assert d.deps_label.text().startswith("Dependencies: waits for 1, unblocks")
     assert [x.ref for x in tl.state.selected_dependencies] == [EventRef("dma", 0)]  # the arrows drawn
