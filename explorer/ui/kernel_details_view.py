@@ -85,23 +85,35 @@ class QtKernelDetails(QWidget):
             return
         self.kernel_id = kernel_id
         self.details = None
-        for m in (self.engines, self.mix, self.queues):
-            m.set_frame(None)
-        self.roofline.clear()
         a = self.analysis
         if a is None or kernel_id is None:
             self._latest.cancel()
+            for m in (self.engines, self.mix, self.queues):
+                m.set_frame(None)
+            self.roofline.clear()
+            self._set_computing(False)
             self.header.setText("Select a kernel (or one of its instructions) in the operator tree or the timeline.")
             return
+        # the previous kernel's tables stay, greyed, until these arrive (clearing the plot and
+        # tables only to refill them cost the GUI thread ~30 ms per selection on a big trace)
+        self._set_computing(True)
         self.header.setText(f"Kernel {kernel_id}: computing its engine time, instruction mix and roofline\u2026")
         trace, h = a.trace, a.hierarchy
         self._latest.submit(lambda: kernel_details(trace, kernel_id, h),
                             lambda ok, value: self._computed(a, kernel_id, ok, value))
 
+    def _set_computing(self, on: bool) -> None:
+        self.tabs.setEnabled(not on)
+        self.roofline.setEnabled(not on)
+
     def _computed(self, a: TraceAnalysis, kernel_id: int, ok: bool, value) -> None:
         if a is not self.analysis or kernel_id != self.kernel_id:
             return  # another trace or kernel by now
+        self._set_computing(False)
         if not ok:
+            for m in (self.engines, self.mix, self.queues):
+                m.set_frame(None)
+            self.roofline.clear()
             self.header.setText(html.escape(value))
             return
         d = self.details = value
