@@ -43,7 +43,7 @@ def _where(frame, depth: int = 6) -> str:
 class Stall:
     """The longest gap between 5 ms timer ticks on the GUI thread, its CPU time, and (optionally) its stacks."""
 
-    def __init__(self, sample: bool = False, late_ms: float = 30.0) -> None:
+    def __init__(self, sample: bool = False, late_ms: float = 30.0, workers: bool = False) -> None:
         from PySide6.QtCore import QTimer
 
         self.timer = QTimer(interval=5)
@@ -55,6 +55,8 @@ class Stall:
         self.sample = sample
         self.late = late_ms / 1e3
         self.stacks: collections.Counter[str] = collections.Counter()
+        self.workers = workers
+        self.others: collections.Counter[str] = collections.Counter()
         self._gui = threading.get_ident()
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
@@ -66,15 +68,28 @@ class Stall:
         self.last, self.last_cpu = now, cpu
 
     def _sample(self) -> None:
+        names = {}
         while not self._stop.wait(0.002):
             if time.perf_counter() - self.last > self.late:
-                frame = sys._current_frames().get(self._gui)
+                frames = sys._current_frames()
+                frame = frames.pop(self._gui, None)
                 if frame is not None:
                     self.stacks[_where(frame)] += 1
+                if not self.workers:
+                    continue
+                if len(names) != threading.active_count():
+                    names = {t.ident: t.name for t in threading.enumerate()}
+                for ident, f in frames.items():  # what the other threads were doing meanwhile (holding the GIL?)
+                    name = names.get(ident, "?")
+                    if ident != threading.get_ident() and name.startswith(("trnx-", "TraceLoader")):
+                        where = _where(f)
+                        if "_worker" not in where and "wait" not in where.split(" < ")[0]:
+                            self.others[f"{name}: {where}"] += 1
 
     def __enter__(self) -> Stall:
         self.last, self.last_cpu, self.worst, self.worst_cpu = time.perf_counter(), time.thread_time(), 0.0, 0.0
         self.stacks.clear()
+        self.others.clear()
         self.timer.start()
         if self.sample:
             self._stop.clear()
@@ -93,6 +108,10 @@ class Stall:
     def top(self, n: int = 6) -> list[tuple[int, str]]:
         """The most often seen stacks while the heartbeat was late: (samples of 2 ms, stack)."""
         return [(k, s) for s, k in self.stacks.most_common(n)]
+
+    def top_others(self, n: int = 4) -> list[tuple[int, str]]:
+        """The other threads' most often seen stacks while the heartbeat was late."""
+        return [(k, s) for s, k in self.others.most_common(n)]
 
 
 def timed_app():

@@ -58,6 +58,41 @@ def wait(app, done, timeout: float = 600.0) -> None:
             raise TimeoutError("no answer")
 
 
+def several_runs(runs: int) -> None:
+    """Run this bench `runs` times in fresh processes; per tool, the median and worst of each figure."""
+    import statistics
+    import subprocess
+
+    argv, skip = [], False
+    for a in sys.argv[1:]:  # the same arguments but --runs N / --runs=N
+        if skip or a.startswith("--runs="):
+            skip = False
+        elif a == "--runs":
+            skip = True
+        else:
+            argv.append(a)
+    results = []
+    for r in range(runs):
+        t = time.strftime("%H:%M:%S")
+        out = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True, check=True).stdout
+        final = json.loads(out.strip().splitlines()[-1])
+        load = os.getloadavg()[0]
+        print(json.dumps({"run": r + 1, "started": t, "load_1min_after": round(load, 1)}), flush=True)
+        results.append(final)
+    names = [row["tool"] for row in results[0]["tools"]]
+    summary = []
+    for name in names:
+        rows = [row for res in results for row in res["tools"] if row["tool"] == name]
+        agg = {"tool": name}
+        for key in ("answer_s", "max_stall_ms", "gui_cpu_ms", "inline_s"):
+            vals = [row[key] for row in rows if row.get(key) is not None]
+            if vals:
+                agg[key] = {"median": round(statistics.median(vals), 3), "worst": max(vals)}
+        summary.append(agg)
+        print(json.dumps(agg), flush=True)
+    print(json.dumps({"trace": results[0]["trace"], "runs": runs, "tools": summary}))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", type=Path)
@@ -66,8 +101,15 @@ def main() -> None:
     ap.add_argument("--profile-qt", action="store_true",
                     help="also time Qt's event deliveries (a Python QApplication.notify: slows every event, and "
                          "PySide sometimes fails to deliver through it; for finding C++ work only)")
+    ap.add_argument("--switch-interval", type=float, default=None,
+                    help="override sys.setswitchinterval (s) after the window is made, to compare")
     ap.add_argument("--no-pandas", action="store_true", help="skip the pandas baseline of the query (~3 GB at 28M events)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="run the whole sequence this many times, each in a fresh process, and print per tool the "
+                         "median and worst of each figure (one run on a shared machine is mostly its load)")
     args = ap.parse_args()
+    if args.runs > 1:
+        return several_runs(args.runs)
     from explorer.model import annotations as A
     from explorer.model import deep_link
     from explorer.model.query import TraceQuery
@@ -83,6 +125,9 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="tools-bench-"))
     path = linked_copy(args.trace, tmp / args.trace.name)
     w = open_window(None)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    print(json.dumps({"switch_interval_s": sys.getswitchinterval()}), flush=True)
     w.resize(1920, 1080)
     w.show_error_dialogs = False
     t = time.perf_counter()
@@ -111,6 +156,8 @@ def main() -> None:
         if args.profile:
             for n, where in s.top():
                 print(f"    {2 * n:5d} ms  {where}", flush=True)
+            for n, where in s.top_others():
+                print(f"    {2 * n:5d} ms  (meanwhile) {where}", flush=True)
             for who, ms in getattr(app, "slow", {}) and app.slow.most_common(5):
                 print(f"    {ms:5.0f} ms  (Qt event, exclusive) {who}", flush=True)
 
@@ -119,7 +166,7 @@ def main() -> None:
         if args.profile_qt:
             app.slow.clear()
             app.recording = True
-        with Stall(sample=args.profile) as s:
+        with Stall(sample=args.profile, workers=args.profile) as s:
             t = time.perf_counter()
             start()
             wait(app, done)
