@@ -75,6 +75,7 @@ class AnalysisPanels(QObject):
         w.addDockWidget(Qt.BottomDockWidgetArea, w.panels["Kernel details"], Qt.Horizontal)
         w.add_panel("Dependencies", self.dependencies, Qt.BottomDockWidgetArea, tabify=False)
         w.tabifyDockWidget(w.panels["Kernel details"], w.panels["Dependencies"])
+        w.panels["Kernel details"].visibilityChanged.connect(self.kernel_details.on_shown)
         self.raise_defaults()
         w.resizeDocks([w.panels["Operators"], w.panels["Kernel details"]], [900, 600], Qt.Horizontal)
         w.resizeDocks([w.panels["Operators"]], [330], Qt.Vertical)

@@ -73,6 +73,7 @@ class QtKernelDetails(QWidget):
         self.tabs.addTab(F.make_table(self.queues, "kernel-dma-queues"), "DMA queues")
         self.roofline = QtRoofline()
         self._latest = latest()
+        self._unfilled: KernelDetails | None = None  # computed while the panel was hidden
         fill(self, split(Qt.Horizontal, stack(self.header, self.tabs), self.roofline, stretch=(3, 2)), margin=2)
 
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
@@ -86,6 +87,7 @@ class QtKernelDetails(QWidget):
         self.kernel_id = kernel_id
         self.details = None
         a = self.analysis
+        self._unfilled = None
         if a is None or kernel_id is None:
             self._latest.cancel()
             for m in (self.engines, self.mix, self.queues):
@@ -117,11 +119,28 @@ class QtKernelDetails(QWidget):
             self.header.setText(html.escape(value))
             return
         d = self.details = value
+        self.header.setText(_header(d, a.trace.span_ns[0]))
+        self._unfilled = d
+        if not self.visibleRegion().isEmpty():  # behind another tab: filled when shown (the plot alone costs ~25 ms)
+            self._fill()
+
+    def _fill(self) -> None:
+        d, self._unfilled = self._unfilled, None
+        if d is None:
+            return
         self.engines.set_frame(d.engines)
         self.mix.set_frame(d.instruction_mix)
         self.queues.set_frame(d.dma_queues)
         self.roofline.show_roofline(d.roofline, str(d.kernel["name"]))
-        self.header.setText(_header(d, a.trace.span_ns[0]))
+
+    def on_shown(self, visible: bool) -> None:
+        """The panel's dock was brought forward (its tab raised) or hidden."""
+        if visible:
+            self._fill()
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self._fill()
 
 
 def _num(v, fmt) -> str:

@@ -151,3 +151,18 @@ def test_the_wait_chain_lists_newest_first_to_the_first_cross_engine_wait_and_sh
         QTest.mouseClick(deps.more_button, Qt.LeftButton)
     assert [r["node"] for r in deps.steps.records] == nodes + [f"dma:{DMA_ID0}"]
     assert not deps.more_button.isEnabled() and "back to its start" in deps.chain_label.text()
+
+
+def test_kernel_details_computed_behind_another_tab_fill_when_it_is_shown(window, qtbot):
+    """Selecting an instruction raises Dependencies over Kernel details: its kernel's tables and
+    roofline are computed but drawn only when the user brings the panel forward."""
+    p = ready(window, qtbot)
+    kd = p.kernel_details
+    click_event(window, window.loaded.index.find_id(1))  # MultiplyMoving of kernel 0
+    qtbot.waitUntil(lambda: kd.details is not None, timeout=30_000)
+    assert kd.visibleRegion().isEmpty() and not window.panels["Dependencies"].visibleRegion().isEmpty()
+    assert "matmul_qkv" in kd.header.text() and kd.engines.rowCount() == 0  # not drawn yet
+    window.panels["Kernel details"].raise_()
+    qtbot.waitUntil(lambda: kd.engines.rowCount() > 0)
+    assert {r["engine"] for r in kd.engines.records if r["instruction_count"]} == {"tensor", "vector", "dma"}
+    assert kd.roofline.point() is not None
