@@ -93,7 +93,8 @@ def test_dependencies_of_an_instruction_jump_and_follow(window, qtbot):
     table_click(deps.pred_view, 0)
     assert window.timeline.selected == EventRef("dma", 0)
     assert window.timeline.viewport.t0 <= 0 and window.timeline.viewport.t1 >= 1000
-    assert deps.node == "instruction:1" and p.operators.current_node() == f"dma:{DMA_ID0}"
+    assert deps.node == "instruction:1"
+    qtbot.waitUntil(lambda: p.operators.current_node() == f"dma:{DMA_ID0}", timeout=30_000)  # after its kernel's rows
     # a double-click follows it: the DMA becomes the subject, it unblocks instruction 1
     with qtbot.waitSignal(deps.shown, timeout=20_000):
         table_click(deps.pred_view, 0, double=True)
