@@ -40,6 +40,18 @@ def _where(frame, depth: int = 6) -> str:
     return " < ".join(out) or "(outside the project)"
 
 
+def _functions(frame) -> set[str]:
+    """Every project function on a stack (each once): a sample's inclusive attribution."""
+    out = set()
+    f = frame
+    while f is not None:
+        name = f.f_code.co_filename
+        if name.startswith(ROOT) and "/bench/" not in name and "/.venv/" not in name:
+            out.add(f"{Path(name).relative_to(ROOT)}:{f.f_code.co_name}")
+        f = f.f_back
+    return out
+
+
 class Stall:
     """The longest gap between 5 ms timer ticks on the GUI thread, its CPU time, and (optionally) its stacks."""
 
@@ -57,6 +69,7 @@ class Stall:
         self.stacks: collections.Counter[str] = collections.Counter()
         self.workers = workers
         self.others: collections.Counter[str] = collections.Counter()
+        self.inclusive: collections.Counter[str] = collections.Counter()
         self._gui = threading.get_ident()
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
@@ -75,6 +88,7 @@ class Stall:
                 frame = frames.pop(self._gui, None)
                 if frame is not None:
                     self.stacks[_where(frame)] += 1
+                    self.inclusive.update(_functions(frame))
                 if not self.workers:
                     continue
                 if len(names) != threading.active_count():
@@ -90,6 +104,7 @@ class Stall:
         self.last, self.last_cpu, self.worst, self.worst_cpu = time.perf_counter(), time.thread_time(), 0.0, 0.0
         self.stacks.clear()
         self.others.clear()
+        self.inclusive.clear()
         self.timer.start()
         if self.sample:
             self._stop.clear()
@@ -108,6 +123,10 @@ class Stall:
     def top(self, n: int = 6) -> list[tuple[int, str]]:
         """The most often seen stacks while the heartbeat was late: (samples of 2 ms, stack)."""
         return [(k, s) for s, k in self.stacks.most_common(n)]
+
+    def top_inclusive(self, n: int = 12) -> list[tuple[int, str]]:
+        """Project functions by the samples (2 ms) they were on the GUI thread's stack while it was late."""
+        return [(k, s) for s, k in self.inclusive.most_common(n)]
 
     def top_others(self, n: int = 4) -> list[tuple[int, str]]:
         """The other threads' most often seen stacks while the heartbeat was late."""

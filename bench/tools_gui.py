@@ -156,6 +156,7 @@ def main() -> None:
         if args.profile:
             for n, where in s.top():
                 print(f"    {2 * n:5d} ms  {where}", flush=True)
+            print("    inclusive: " + ", ".join(f"{where} {2 * n}" for n, where in s.top_inclusive()), flush=True)
             for n, where in s.top_others():
                 print(f"    {2 * n:5d} ms  (meanwhile) {where}", flush=True)
             for who, ms in getattr(app, "slow", {}) and app.slow.most_common(5):
