@@ -98,6 +98,9 @@ def test_range_keeps_whole_rows_overlapping_the_window_and_cores_narrow_within_a
     layer = ops(basic, "--range", "2500:4000", "--chips", "0", "--cores", "1", "--level", "layer", "--json")
     assert [(r["name"], r["flops"]) for r in layer] == [("layer 0", 8_000_000)]
     assert "(no op rows in this trace within the selection)" in ops(basic, "--range", "9us:10us")
+    text = ops(basic, "--range", "2.5us:", "--chips", "0", "--cores", "1").splitlines()
+    assert text[0] == "scope  2500..10000 ns, chips 0, cores 1"  # the open end closed on the trace's span
+    assert text[1].split()[:3] == ["name", "time", "share"] and "attention.qkv_proj" in text[2]
 
 
 def test_bad_scope_is_one_sentence_as_in_summary(basic, trnx):

@@ -94,11 +94,16 @@ def ops(trace: str, level: str, sort: str, top: int | None, as_json: bool, chip:
     if chip:
         scope = replace(scope, chips=tuple(sorted(set(chip) | set(scope.chips or ()))))
     t = open_trace(trace_path(trace))
-    table = operator_table(Hierarchy(t) if scope == Scope() else ScopedHierarchy(t, scope), level, sort, top)
-    rows = records(table)
+    h = Hierarchy(t) if scope == Scope() else ScopedHierarchy(t, scope)
+    rows = records(operator_table(h, level, sort, top))
     if as_json:
         click.echo(json.dumps(rows, indent=1))
         return
+    if isinstance(h, ScopedHierarchy):  # what the selection resolved to (open ends closed on the trace)
+        s = h.scope
+        named = (("chips", s.chips), ("cores", s.cores), ("tracks", s.track_ids))
+        click.echo(", ".join([f"scope  {s.t0}..{s.t1} ns"] + [f"{noun} {','.join(map(str, ids))}"
+                                                               for noun, ids in named if ids is not None]))
     width = min(max([len(str(r["path"] or r["name"])) for r in rows] + [4]), NAME_WIDTH)
     name = ("name", width, lambda r: _fit(str(r["path"] or r["name"]), width))
     columns = (name,) + TEXT_COLUMNS[1:] + (KERNEL_COLUMNS if level == "kernel" else ())
