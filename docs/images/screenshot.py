@@ -67,9 +67,11 @@ def decode_picture(theme: str, out: Path, query: str = "MultiplyMoving", at: flo
     half = width_us * 1e3 / 2
     w.zoom_to((s + e) / 2 - half, (s + e) / 2 + half, w.loaded.index.locate(ref)[0].track.track_id)
     w.panels["Dependencies"].raise_()
-    for _ in range(200):  # the wait chain comes from the analysis worker
-        app.processEvents()
-        if w.analysis.dependencies.chain is not None:
+    for _ in range(200):  # the wait chain comes from the analysis worker; the flow arrows, the tree's
+        app.processEvents()  # rows and the kernel's details from the selection worker
+        if (w.analysis.dependencies.chain is not None and w.details.details is not None
+                and w.details.details.dependencies == w.view.selected_dependencies != []
+                and w.analysis.operators.current_node() == w.view.node):
             break
         QApplication.instance().thread().msleep(10)
     save_screenshot(w, out)
