@@ -64,6 +64,37 @@ def test_the_decode_sample_reads_near_its_hbm_share():
                for r in rows)
 
 
+def _kernel_time_by_bound(kernels: list[dict], prefix: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k in kernels:
+        if k["path"].startswith(prefix + " / ") and k["bound"] != "unknown":
+            out[k["bound"]] = out.get(k["bound"], 0) + k["time_ns"]
+    return out
+
+
+def test_a_straggler_does_not_make_hbm_bound_layers_read_compute():
+    """TP16 with a straggler: a layer's span covers the slow rank, so its MFU is 0.5% and its own
+    rates sit far below both roofs; it reads what its kernels (HBM-bound) read, not `compute`."""
+    trace = SAMPLES / "llama3.1-70b-tp16-straggler.trnx"
+    kernels = ops(trace, "--level", "kernel", "--json")
+    for level in ("layer", "op"):
+        rows = [r for r in ops(trace, "--level", level, "--json") if r["bound"] != "collective"]
+        for r in rows:
+            by_bound = _kernel_time_by_bound(kernels, r["path"])
+            assert r["bound"] == max(by_bound, key=by_bound.get), (r["path"], by_bound)
+            assert r["bound"] != "compute" or r["mfu_percent"] > 10, r["path"]
+    layers = ops(trace, "--level", "layer", "--json")
+    assert len(layers) == 4 and all(r["bound"] == "hbm" and r["mfu_percent"] < 5 for r in layers)
+    mlps = [r for r in ops(trace, "--json") if r["name"] == "mlp.fused_mlp"]
+    assert len(mlps) == 4 and {r["bound"] for r in mlps} == {"hbm"}
+
+
+def test_a_gemm_still_reads_compute_at_every_level():
+    for level in ("layer", "op", "kernel"):
+        rows = ops(SAMPLES / "gemm-4096-bf16.trnx", "--level", level, "--json")
+        assert rows and {r["bound"] for r in rows} == {"compute"}, level
+
+
 def test_bad_input_is_one_sentence(basic, tmp_path, capsys):
     for args, words in (([basic, "--top", "0"], "--top must be a positive"),
                         ([basic, "--level", "instruction"], "instruction"),

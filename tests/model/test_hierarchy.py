@@ -9,7 +9,7 @@ import pytest
 
 from model import analysis_traces as at
 
-from explorer.model.analysis.bound import classify
+from explorer.model.analysis.bound import by_kernel_time, classify
 from explorer.model.analysis.hierarchy import ROW_COLUMNS, Hierarchy
 from simcore.errors import UserError
 from simcore.trace import open_trace
@@ -52,9 +52,19 @@ def test_ops_aggregate_their_subtree(h):
     assert (o.loc[12, "cores"], o.loc[12, "chips"], o.loc[12, "kernel_count"]) == (3, 2, 3)
     assert o.loc[12, "tflops"] == pytest.approx(16_100_000 / 5000 / 1e3)
     assert o.loc[14, "bound"] == "collective"
-    assert o.loc[12, "bound"] == "compute"
-    assert o.loc[11, "bound"] == "compute"  # 5000 ns of compute-bound ops beat 3000 ns of collective
+    # an op reads what its kernels' time says: 9000 ns of dma_latency kernels (102, 103) beat the
+    # 2200 ns compute-bound kernel 100, though the rule on op 12's own span would say compute
+    assert o.loc[12, "bound"] == "dma_latency"
+    assert o.loc[13, "bound"] == "compute"  # its one kernel, 101
+    assert o.loc[11, "bound"] == o.loc[10, "bound"] == "dma_latency"  # 9000 ns beat 2300 ns
     assert o.loc[10, "share_percent"] == pytest.approx(80.0)
+
+
+def test_a_tie_in_kernel_time_goes_to_the_first_bound_and_unknown_kernels_do_not_count():
+    bound = np.array(["hbm", "compute", "unknown", "unknown"], dtype=object)
+    dur = np.array([10.0, 10.0, 99.0, 5.0])
+    item, row = np.array([0, 1, 2, 3]), np.array([0, 0, 0, 1])
+    assert by_kernel_time(bound, dur, item, row, 3).tolist() == ["compute", "unknown", "unknown"]
 
 
 def test_rows_children_and_ancestors_link_back_into_the_trace(h):

@@ -15,11 +15,17 @@ so they never disagree. For each row:
    `compute` (engine issue overhead, vector/scalar work the tensor roof ignores).
    Without it: `dma_latency` when t_hbm > t_compute, else `compute`.
 4. `unknown` when neither roof nor detail is known (no hardware keys, no instructions).
+
+An op, layer or the model does not apply the rule to its own span: that span runs over
+every rank, so one straggler stretches it, its rates fall far below both roofs and step 3
+would call a 0.5%-MFU layer `compute`. It takes instead the bound holding the most of its
+kernels' time (`by_kernel_time`), so it says what its kernels say.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 BOUNDS = ("compute", "hbm", "dma_latency", "collective", "unknown")
 NEAR_ROOF = 0.5  # a row whose roofline time is >= half its measured time is "at" that roof
@@ -52,4 +58,25 @@ def classify(
     at_roof = has_roof & near
     out[at_roof] = np.where(tc0[at_roof] >= tm0[at_roof], "compute", "hbm")
     out[np.asarray(is_collective, dtype=bool)] = "collective"
+    return out
+
+
+def by_kernel_time(kernel_bound: np.ndarray, kernel_dur_ns: np.ndarray, item: np.ndarray, row: np.ndarray,
+                   n_rows: int) -> np.ndarray:
+    """Per row, the kernel bound holding the most of its kernels' time (`unknown` if none is known).
+
+    (item, row) pairs a kernel with every row it counts in. A tie goes to the bound first in
+    `BOUNDS`, so the answer never depends on row order.
+    """
+    out = np.full(n_rows, "unknown", dtype=object)
+    frame = pd.DataFrame({"row": np.asarray(row, np.int64),
+                          "bound": np.asarray(kernel_bound, dtype=object)[item],
+                          "dur": np.asarray(kernel_dur_ns, np.float64)[item]})
+    frame = frame[frame["bound"] != "unknown"]
+    if frame.empty:
+        return out
+    sums = frame.groupby(["row", "bound"], sort=False)["dur"].sum().reset_index()
+    sums["rank"] = sums["bound"].map({b: i for i, b in enumerate(BOUNDS)})
+    best = sums.sort_values(["row", "dur", "rank"], ascending=[True, False, True]).drop_duplicates("row")
+    out[best["row"].to_numpy(np.int64)] = best["bound"].to_numpy(dtype=object)
     return out

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from explorer.model.analysis.bound import classify
+from explorer.model.analysis.bound import by_kernel_time, classify
 from explorer.model.events import DMA, INSTRUCTION, EventIndex
 from explorer.model.intervals import mean_concurrency, union_length_per_group
 from explorer.model.analysis.peaks import Peaks
@@ -386,32 +386,14 @@ class Hierarchy:
         raw["engine_busy_ns"] = np.where(detail, sums["engine_busy_ns"] / dcores, np.nan)
         raw["dma_busy_ns"] = np.where(detail, sums["dma_busy_ns"] / dcores, np.nan)
         is_cc = np.isin(raw["kind"].to_numpy(), COLLECTIVE_KINDS)
-        bound = classify(raw["dur_ns"], raw["t_compute_ns"], raw["t_hbm_ns"], raw["engine_busy_ns"],
-                         raw["dma_busy_ns"], is_cc)
-        raw["bound"] = self._dominant_bound(bound, parent)
+        # what its kernels say, not the rule on its cross-rank span (a straggler dilutes that)
+        bound = by_kernel_time(k["bound"].to_numpy(dtype=object), k["dur_ns"].to_numpy(np.float64), item, anc, n)
+        bound[is_cc] = "collective"
+        raw["bound"] = bound
         raw["share_percent"] = 100.0 * raw["dur_ns"] / self.total_ns
         raw["parent_row"] = parent
         _rates(raw)
         return raw
-
-    def _dominant_bound(self, bound: np.ndarray, parent: np.ndarray) -> np.ndarray:
-        """Ops with child ops take the bound that covers most of their leaf ops' time."""
-        n = len(bound)
-        has_child = np.zeros(n, bool)
-        has_child[parent[parent >= 0]] = True
-        leaves = np.flatnonzero(~has_child)
-        if not has_child.any():
-            return bound
-        item, anc = self._pairs(leaves)
-        dur = self._ops_raw["dur_ns"].to_numpy(np.float64)[leaves][item]
-        frame = pd.DataFrame({"anc": anc, "bound": bound[leaves][item], "dur": dur})
-        frame = frame[frame["bound"] != "unknown"]
-        best = frame.groupby(["anc", "bound"])["dur"].sum().reset_index().sort_values(
-            ["anc", "dur"], ascending=[True, False]).drop_duplicates("anc").set_index("anc")["bound"]
-        out = bound.copy()
-        parents = np.flatnonzero(has_child)
-        out[parents] = best.reindex(parents).fillna("unknown").to_numpy(dtype=object)
-        return out
 
     # -- the tree ------------------------------------------------------------------
     def rows(self, levels: tuple[str, ...] = ("model", "layer", "op", "kernel")) -> pd.DataFrame:
