@@ -82,16 +82,25 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def _scheduler_address(info: Path, deadline: float) -> str:
+    """The address `dask scheduler` writes to its scheduler file. The file is not written atomically:
+    it can exist and still be empty or half written (a JSONDecodeError in a loaded landing run)."""
+    while True:
+        try:
+            return json.loads(info.read_text())["address"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def test_sweep_on_dask_scheduler_and_worker_processes_matches_one_process(reference, tmp_path):
     info = tmp_path / "scheduler.json"
     scheduler = _start("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
                        str(info), log=tmp_path / "scheduler.log")
     worker = None
     try:
-        deadline = time.monotonic() + 60
-        while not info.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(info.read_text())["address"]
+        address = _scheduler_address(info, deadline=time.monotonic() + 60)
         assert address.startswith("tcp://127.0.0.1:")
         worker = _start("worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard",
                         log=tmp_path / "worker.log")
