@@ -35,6 +35,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
 
 import numpy as np  # noqa: E402
 
@@ -275,6 +276,7 @@ def report(ours: dict, naive: dict, best: dict, trace: Path) -> None:
 
 
 def main() -> None:
+    use_private_settings()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--instructions", type=int, default=10_000_000)
     ap.add_argument("--trace", type=Path, default=None, help="use this trace (default: a cached synthetic one)")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
 
 
 def best(fn, repeat: int) -> float:
@@ -31,6 +32,7 @@ def best(fn, repeat: int) -> float:
 
 
 def main() -> None:
+    use_private_settings()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", type=Path)
     ap.add_argument("--width", type=int, default=1800)

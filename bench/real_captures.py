@@ -45,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT / "bench"))
+from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
 
 CAPTURES: dict[str, list[str]] = {
     "12M": ["-w", "llama3.1-70b", "--phase", "prefill", "--seq", "4096", "--detail", "instruction"],
@@ -350,6 +351,7 @@ def figure_capture(made: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
 
 
 def main() -> None:
+    use_private_settings()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--figures", default=",".join(FIGURES))
     ap.add_argument("--captures", default=",".join(CAPTURES))

@@ -30,6 +30,7 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
 
 from gui_stall import Stall  # noqa: E402
 
@@ -94,6 +95,7 @@ def several_runs(runs: int) -> None:
 
 
 def main() -> None:
+    use_private_settings()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", type=Path)
     ap.add_argument("--kernel-id", type=int, default=None, help="the kernel a deep link goes to (default: the longest)")
