@@ -121,11 +121,17 @@ class Scope:
         inside = (track >= 0) & (track < len(track_ok))
         ok = np.zeros(len(track), dtype=bool)
         ok[inside] = track_ok[track[inside]]
+        return np.flatnonzero(ok & self.in_window(start, end))
+
+    def in_window(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Mask of rows overlapping [t0, t1) (an open side lets everything through); a
+        zero-length row at t counts if t0 <= t < t1."""
+        ok = np.ones(len(start), dtype=bool)
         if self.t0 is not None:
             ok &= (end > self.t0) | ((end == start) & (start >= self.t0))
         if self.t1 is not None:
             ok &= start < self.t1
-        return np.flatnonzero(ok)
+        return ok
 
     def describe(self) -> dict:
         """The scope as `trnx summary --json` reports it."""

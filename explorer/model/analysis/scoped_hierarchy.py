@@ -26,25 +26,20 @@ class ScopedHierarchy(Hierarchy):
         super().__init__(trace)
         self.scope = scope.resolve(trace, self.tracks)  # bad chips/cores/tracks: one sentence
 
-    def _in_window(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        """Rows overlapping [t0, t1) (a zero-length row at t counts if t0 <= t < t1), as Scope.rows."""
-        s = self.scope
-        return ((end > s.t0) | ((end == start) & (start >= s.t0))) & (start < s.t1)
-
     @cached_property
     def kernels(self) -> pd.DataFrame:
         k = Hierarchy.kernels.func(self)
         chips, cores = self.scope.core_mask(self.tracks)
         pairs = chips.astype(np.int64) * 65536 + cores
         keep = np.isin(k["chip"].to_numpy(np.int64) * 65536 + k["core"].to_numpy(np.int64), pairs)
-        keep &= self._in_window(k["start_ns"].to_numpy(), k["end_ns"].to_numpy())
+        keep &= self.scope.in_window(k["start_ns"].to_numpy(), k["end_ns"].to_numpy())
         return k[keep].reset_index(drop=True)
 
     @cached_property
     def ops(self) -> pd.DataFrame:
         o = Hierarchy.ops.func(self)
         start, end = o["start_ns"].to_numpy(), o["end_ns"].to_numpy()
-        keep = self._in_window(start, end)
+        keep = self.scope.in_window(start, end)
         if not self.scope.is_whole:
             keep &= np.isin(np.arange(len(o)), self._rows_with_work())
         return o[keep]
