@@ -343,16 +343,13 @@ class Hierarchy:
         sums = {}
         for col in ("flops", "model_flops", "hbm_read_bytes", "hbm_write_bytes", "dur_ns", "instruction_count"):
             sums[col] = np.bincount(anc, weights=k[col].to_numpy(np.float64)[item], minlength=n)
-        for col in ("t_compute_ns", "t_model_ns", "t_model_bf16_ns", "engine_busy_ns", "dma_busy_ns"):
+        for col in ("t_compute_ns", "t_model_ns", "t_model_bf16_ns"):
             v = k[col].to_numpy(np.float64)[item]
             sums[col] = np.bincount(anc, weights=np.nan_to_num(v), minlength=n)
             sums[col + "_known"] = np.bincount(anc, weights=(~np.isnan(v)).astype(float), minlength=n)
         unit = k["chip"].to_numpy(np.int64)[item] * 4096 + k["core"].to_numpy(np.int64)[item]
-        pairs = pd.DataFrame({"anc": anc, "unit": unit, "chip": k["chip"].to_numpy()[item],
-                              "detail": ~np.isnan(k["engine_busy_ns"].to_numpy(np.float64)[item])})
+        pairs = pd.DataFrame({"anc": anc, "unit": unit, "chip": k["chip"].to_numpy()[item]})
         cores = pairs.drop_duplicates(["anc", "unit"]).groupby("anc").size().reindex(range(n), fill_value=0).to_numpy()
-        detail_cores = (pairs[pairs["detail"]].drop_duplicates(["anc", "unit"]).groupby("anc").size()
-                        .reindex(range(n), fill_value=0).to_numpy())
         chips = pairs.drop_duplicates(["anc", "chip"]).groupby("anc").size().reindex(range(n), fill_value=0).to_numpy()
         kcount = np.bincount(anc, minlength=n)
         raw["kernel_count"] = kcount
@@ -380,11 +377,6 @@ class Hierarchy:
         bw = self.peaks.hbm_bytes_per_s
         raw["t_hbm_ns"] = raw["hbm_bytes"] / (bw / 1e9) / np.maximum(chips, 1) if bw else np.nan
         raw.loc[kcount == 0, "t_hbm_ns"] = np.nan
-        # per-core means over the cores captured with instruction detail (often just one)
-        detail = detail_cores > 0
-        dcores = np.maximum(detail_cores, 1).astype(np.float64)
-        raw["engine_busy_ns"] = np.where(detail, sums["engine_busy_ns"] / dcores, np.nan)
-        raw["dma_busy_ns"] = np.where(detail, sums["dma_busy_ns"] / dcores, np.nan)
         is_cc = np.isin(raw["kind"].to_numpy(), COLLECTIVE_KINDS)
         # what its kernels say, not the rule on its cross-rank span (a straggler dilutes that)
         bound = by_kernel_time(k["bound"].to_numpy(dtype=object), k["dur_ns"].to_numpy(np.float64), item, anc, n)
