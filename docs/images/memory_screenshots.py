@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-from tools_screenshots import settle  # noqa: E402  (this directory is the script's: on sys.path)
+from tools_screenshots import settle, themed_window  # noqa: E402  (this directory is the script's: on sys.path)
 
 
 def main() -> None:
@@ -31,17 +31,12 @@ def main() -> None:
     a = ap.parse_args()
     from PySide6.QtCore import QSettings, Qt
 
-    from explorer.ui import ensure_app, open_window
+    from explorer.ui import ensure_app
 
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="trnx-shot-"))
     app = ensure_app()
     for theme in ("dark", "light"):
-        w = open_window(a.trace)
-        w.resize(1920, 1080)
-        w.show()
-        w.extras.set_theme(theme, save=False)  # the window applies the saved theme when shown: set it after
-        w.wait_loaded()
-        settle(app, until=lambda: w.analysis.session.analysis is not None)
+        w = themed_window(app, a.trace, theme)
         mem = w.tools.memory
         dock = w.panels["Memory"]
         dock.raise_()

@@ -34,6 +34,18 @@ def settle(app, seconds: float = 0.3, until=None, timeout: float = 60.0) -> None
             break
 
 
+def themed_window(app, trace: Path, theme: str):
+    """A 1920x1080 window on `trace` in `theme`, loaded, its analyses in (which raise the default panels)."""
+    from explorer.ui import open_window
+
+    w = open_window(trace)
+    w.resize(1920, 1080)
+    w.show()
+    w.extras.set_theme(theme, save=False)  # the window applies the saved theme when shown: set it after
+    w.wait_loaded()
+    settle(app, until=lambda: w.analysis.session.analysis is not None)
+    return w
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace", nargs="?", type=Path, default=ROOT / "sample_traces" / "llama3.1-8b-decode.trnx")
@@ -41,7 +53,7 @@ def main() -> None:
     a = ap.parse_args()
     from PySide6.QtCore import QSettings
 
-    from explorer.ui import ensure_app, open_window
+    from explorer.ui import ensure_app
     from tools_gui import linked_copy
 
     QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="trnx-shot-"))
@@ -49,12 +61,7 @@ def main() -> None:
     trace = linked_copy(a.trace, tmp / a.trace.name)
     app = ensure_app()
     for theme in ("dark", "light"):
-        w = open_window(trace)
-        w.resize(1920, 1080)
-        w.show()
-        w.extras.set_theme(theme, save=False)  # the window applies the saved theme when shown: set it after
-        w.wait_loaded()
-        settle(app, until=lambda: w.analysis.session.analysis is not None)
+        w = themed_window(app, trace, theme)
         lo, hi = w.loaded.index.span
         t = w.tools
         # 1: a query pinned as a track, and a field search's hits outlined
@@ -98,12 +105,7 @@ def main() -> None:
         (trace / "annotations.json").unlink(missing_ok=True)
     tp16 = linked_copy(ROOT / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx", tmp / "tp16.trnx")
     for theme in ("dark", "light"):  # 3: the icicle (`tools-icicle-THEME.png`) and the collective duration chart on the straggler sample
-        w = open_window(tp16)
-        w.resize(1920, 1080)
-        w.show()
-        w.extras.set_theme(theme, save=False)
-        w.wait_loaded()
-        settle(app, until=lambda: w.analysis.session.analysis is not None)  # (which raises its default panels)
+        w = themed_window(app, tp16, theme)
         w.panels["Collective durations"].raise_()
         chart = w.tools.collective_chart
         settle(app, until=lambda: len(chart.frame) > 0)
