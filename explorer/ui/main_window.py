@@ -44,6 +44,10 @@ from explorer.ui.sweep_window import install as install_sweeps
 from explorer.ui.tools import install as install_tools
 
 
+# The right dock's width: its five tabs (Details ... Recommendations) whole, side by side, at 1920x1080
+RIGHT_DOCK_WIDTH = 450
+
+
 class MainWindow(QMainWindow):
     """Trn3 Explorer's window. `open_path` loads a trace in a worker thread."""
 
@@ -84,7 +88,7 @@ class MainWindow(QMainWindow):
         self.add_panel("Collective waits", self.collective_waits, Qt.BottomDockWidgetArea)
         self.panels["Details"].raise_()
         self.panels["Utilisation"].raise_()
-        self.resizeDocks([self.panels["Details"]], [420], Qt.Horizontal)
+        self.resizeDocks([self.panels["Details"]], [RIGHT_DOCK_WIDTH], Qt.Horizontal)
         self.resizeDocks([self.panels["Utilisation"]], [230], Qt.Vertical)
         self._build_menus()
 
@@ -111,13 +115,16 @@ class MainWindow(QMainWindow):
 
     # -- building --------------------------------------------------------------------
     def add_panel(self, title: str, widget: QWidget, area: Qt.DockWidgetArea = Qt.RightDockWidgetArea,
-                  *, tabify: bool = True) -> QDockWidget:
-        """Dock a panel (tabbed with the panels already in that area); returns its dock."""
+                  *, tabify: bool = True, tab_with: str | None = None) -> QDockWidget:
+        """Dock a panel (tabbed with the panels already in that area, or with the panel named
+        `tab_with` when the area holds several tab groups); returns its dock."""
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock-{title.lower().replace(' ', '-')}")
         dock.setWidget(widget)
         dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable)
         same_area = [d for d in self.panels.values() if self.dockWidgetArea(d) == area]
+        if tab_with in self.panels:
+            same_area = [self.panels[tab_with]]
         self.addDockWidget(area, dock)
         if tabify and same_area:
             self.tabifyDockWidget(same_area[0], dock)

@@ -46,7 +46,8 @@ class Tools:
         layers.insert(at, self.hits_layer)  # over the rows, under the selection and hover
         window.search.hits_changed.connect(lambda _hits: timeline.canvas.update())
         self.annotations = QtAnnotations(window.view)
-        window.add_panel("Annotations", self.annotations, Qt.RightDockWidgetArea)
+        # annotations and regions are tables: beside the kernel details, where the right dock's tabs would scroll
+        window.add_panel("Annotations", self.annotations, Qt.BottomDockWidgetArea, tab_with="Kernel details")
         for canvas in (timeline.canvas, timeline.counter_canvas):
             layers = canvas.layers
             at = next((i for i, layer in enumerate(layers) if isinstance(layer, OverlayLayer)), len(layers))
@@ -61,7 +62,7 @@ class Tools:
         window.add_panel("Icicle", self.icicle, Qt.BottomDockWidgetArea)
         self.icicle.box_clicked.connect(self._show_box)
         self.regions = QtRegions()
-        window.add_panel("Regions", self.regions, Qt.RightDockWidgetArea)
+        window.add_panel("Regions", self.regions, Qt.BottomDockWidgetArea, tab_with="Kernel details")
         self.regions.region_shown.connect(self._show_region)
         self.memory = QtMemoryView()
         window.add_panel("Memory", self.memory, Qt.BottomDockWidgetArea)
