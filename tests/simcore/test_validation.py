@@ -28,7 +28,7 @@ KNOWN_MISSES = {
                                           "instructions each) against the simulator's pipelined decode kernel (not fitted)",
     "allgather-32r-fp32-512kib": "-44%: the runtime's Mesh all-gather moves ~31 GB/s a rank past a ~6 us fixed cost; "
                                  "the documented Mesh with every cited cost at its worst (routed link load, DMA with "
-                                 "relays, HBM, 2 us steps) is still -36% and no public source gives its step latency "
+                                 "relays, HBM, 2 us steps) is still ~-35% and no public source gives its step latency "
                                  "or rate (simcore.validation.mesh_check; not fitted)",
     **{f"allreduce-2r-fp32-{s}": "-96%: the 2023 runtime's ~58 us fixed cost per collective is not modelled (not fitted)"
        for s in ("1kib", "4kib", "16kib", "64kib")},
