@@ -1,6 +1,6 @@
 """Trace writer and reader throughput beside raw pyarrow.feather on the same table.
 
-Run: .venv/bin/python bench/trace_io.py [--rows 10000000] [--repeat 3]
+Run: .venv/bin/python bench/trace_io.py [--rows 10000000] [--repeat 3] [--hash-trace DIR]
 
 The floor is pyarrow's own Feather v2 write/read of the identical 10M-row
 `instructions` table in the same run; the goal is within 1.3x of it. Reported:
@@ -17,11 +17,18 @@ The floor is pyarrow's own Feather v2 write/read of the identical 10M-row
   pandas   open_trace(...).to_pandas("instructions") (validated) vs
            feather.read_table(memory_map=True).to_pandas()
 Each figure is the best of --repeat runs (the machine is shared and noisy).
+
+Then the checksum algorithms side by side, alternated in the same run (format 1.5 writes BLAKE3,
+1.3 and 1.4 wrote SHA-256): the write with each (TraceWriter(checksum_algorithm=...)), and the
+hash alone of every table file of the bench's trace, or of --hash-trace DIR (a real capture,
+e.g. bench/out/28M.trnx: 2.6 GB), on 2 threads as the writer hashes (wall and CPU seconds, CPU
+seconds per GB; the files are in the page cache after the first pass).
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import tempfile
 import time
@@ -34,7 +41,7 @@ import pyarrow as pa
 import pyarrow.feather as feather
 
 from simcore.trace import TraceWriter, open_trace
-from simcore.trace.checksum import file_checksum
+from simcore.trace.checksum import ALGORITHMS, file_checksum
 from simcore.trace.schema import INSTRUCTIONS
 
 TRACKS = {"track_id": np.arange(64, dtype=np.int32), "chip": np.zeros(64, np.int32), "core": np.arange(64, dtype=np.int32) // 8,
@@ -73,10 +80,57 @@ def best(fn, repeat: int, before=lambda: None) -> float:
     return min(times)
 
 
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def best_wall_and_cpu(fn, repeat: int, before=lambda: None) -> tuple[float, float]:
+    """The best wall time of `repeat` runs and the CPU seconds (all threads) of that run."""
+    runs = []
+    for _ in range(repeat):
+        before()
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        fn()
+        runs.append((time.perf_counter() - t0, cpu_seconds() - c0))
+    return min(runs)
+
+
+def compare_algorithms(trace_dir: Path, table: pa.Table, hash_trace: Path | None, repeat: int) -> None:
+    """Write and hash with each checksum algorithm, alternated, same run."""
+    files = sorted((hash_trace or trace_dir).rglob("*.arrow"))
+    size = sum(f.stat().st_size for f in files)
+    results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for _ in range(repeat):
+        for algorithm in ALGORITHMS:
+            def write() -> None:
+                with TraceWriter(trace_dir, overwrite=True, checksum_algorithm=algorithm) as w:
+                    w.write("tracks", TRACKS)
+                    for batch in table.to_batches():
+                        w.write("instructions", batch)
+
+            def hash_all() -> None:
+                with ThreadPoolExecutor(2) as pool:
+                    for f in files:
+                        file_checksum(f, pool, algorithm)
+
+            results.setdefault(("write", algorithm), []).append(best_wall_and_cpu(write, 1))
+            results.setdefault(("hash", algorithm), []).append(best_wall_and_cpu(hash_all, 1))
+    written = (trace_dir / "instructions.arrow").stat().st_size
+    print(f"\nchecksum algorithms, alternated, best of {repeat}: write = TraceWriter of the table above "
+          f"({written / 1e6:,.0f} MB); hash = {len(files)} table files of {hash_trace or 'that trace'} "
+          f"({size / 1e9:.2f} GB) on 2 threads")
+    print(f"{'step':<7}{'algorithm':<15}{'wall':>9}{'CPU':>9}{'CPU s/GB':>10}")
+    for (what, algorithm), runs in results.items():
+        wall, cpu = min(runs)
+        print(f"{what:<7}{algorithm:<15}{wall:>8.2f}s{cpu:>8.2f}s{cpu / ((written if what == 'write' else size) / 1e9):>10.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--hash-trace", type=Path, help="hash this trace's table files too (a real capture)")
     args = ap.parse_args()
     table = make_table(args.rows)
     work = Path(tempfile.mkdtemp(prefix="trnx-bench-"))
@@ -140,6 +194,7 @@ def main() -> None:
         for what, ours_t, raw_t in results:
             print(f"{what:<9}{ours_t:>9.3f}s{args.rows / ours_t:>14,.0f}{size / 1e6 / ours_t:>10,.0f}"
                   f"{raw_t:>9.3f}s{ours_t / raw_t:>8.2f}")
+        compare_algorithms(trace_dir, table, args.hash_trace, args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

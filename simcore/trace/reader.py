@@ -24,7 +24,7 @@ from simcore.errors import LONG_INTEGER, TraceFormatError, out_of_memory
 from simcore.trace import schema as S
 from simcore.trace import semantics
 from simcore.trace import validate as V
-from simcore.trace.checksum import BLOCK, file_checksum
+from simcore.trace.checksum import BLOCK, algorithm_of, file_checksum
 from simcore.trace.checksum import parse as parse_checksum
 
 
@@ -360,9 +360,9 @@ class Trace:
         try:
             if blocks is None and _size(file) > BLOCK:
                 with ThreadPoolExecutor(_threads()) as pool:
-                    got = file_checksum(file, pool)
+                    got = file_checksum(file, pool, algorithm_of(want))
             else:
-                got = file_checksum(file, blocks)
+                got = file_checksum(file, blocks, algorithm_of(want))
         except OSError as exc:
             raise TraceFormatError(f"{file} cannot be read: {exc.strerror or exc}.") from None
         if got != want:

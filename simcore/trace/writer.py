@@ -24,7 +24,7 @@ import pyarrow.ipc as ipc
 from simcore.errors import UserError
 from simcore.tempfiles import sibling
 from simcore.trace import schema as S
-from simcore.trace.checksum import WrittenFileHasher
+from simcore.trace.checksum import ALGORITHM, ALGORITHMS, WrittenFileHasher
 from simcore.trace.commit import CommitOrAbort
 from simcore.trace.target import check_target, clean_directory, install
 
@@ -144,14 +144,15 @@ def to_record_batch(spec: S.TableSpec, data: TableData) -> pa.RecordBatch:
 class _TableFile:
     """One open Arrow IPC file (a table, or one chip's partition of it)."""
 
-    def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions, pool: ThreadPoolExecutor,
+                 algorithm: str = ALGORITHM) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # pyarrow writes natively (no Python call per buffer); the blocks are hashed on `pool`'s
         # threads as they complete, read back from the page cache
         self.sink = pa.OSFile(str(path), mode="wb")
         hasher = None
         try:
-            self.hasher = hasher = WrittenFileHasher(path, pool)
+            self.hasher = hasher = WrittenFileHasher(path, pool, algorithm)
             self.writer = ipc.new_file(self.sink, schema, options=options)
         except BaseException:  # (a full disk): the trace writer's abort does not know this file yet
             self.sink.close()
@@ -201,6 +202,8 @@ class TraceWriter(CommitOrAbort):
     chip (`instructions/chip=3/part-0.arrow`); a table is either partitioned or not.
     `observer(table, chip, batch)`, when set, sees every non-empty batch as written (what
     a reader will find), e.g. to index the trace while it is written.
+    `checksum_algorithm` names the hash meta.json records for each file (checksum.ALGORITHMS):
+    BLAKE3 by default; `sha256-64MiB` writes what readers of 1.3 and 1.4 verify too.
     """
 
     observer: Callable[[str, int | None, pa.RecordBatch], None] | None = None
@@ -212,9 +215,13 @@ class TraceWriter(CommitOrAbort):
         *,
         compression: str | None = None,
         overwrite: bool = False,
+        checksum_algorithm: str = ALGORITHM,
     ) -> None:
         if compression not in COMPRESSIONS:
             raise UserError(f"unknown compression '{compression}'; choose lz4, zstd or none.")
+        if checksum_algorithm not in ALGORITHMS:
+            raise UserError(f"unknown checksum algorithm '{checksum_algorithm}'; choose {' or '.join(ALGORITHMS)}.")
+        self.checksum_algorithm = checksum_algorithm
         self.path = check_target(path, overwrite)
         self.overwrite = overwrite
         self.meta: dict[str, Any] = dict(meta or {})
@@ -249,7 +256,8 @@ class TraceWriter(CommitOrAbort):
         key = (table, chip)
         f = self._files.get(key)
         if f is None:
-            f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), spec.schema, self._options, self._hashing)
+            f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), spec.schema, self._options,
+                                              self._hashing, self.checksum_algorithm)
         if batch.num_rows:
             f.write(batch)
             if self.observer is not None:
@@ -292,8 +300,8 @@ class TraceWriter(CommitOrAbort):
             for name, spec in S.TABLES.items():
                 if name not in self._partitioned:
                     self._files[(name, None)] = _TableFile(
-                        self._tmp / self._relpath(name, None), spec.schema, self._options, self._hashing
-                    )
+                        self._tmp / self._relpath(name, None), spec.schema, self._options, self._hashing,
+                        self.checksum_algorithm)
             for f in self._files.values():
                 f.close()
             meta = self._final_meta()  # waits for the files' checksums

@@ -1,6 +1,7 @@
-"""Integrity (issue 12, item 9): every table file's SHA-256 is recorded in meta.json when the trace
-is written (format 1.3) and verified before the file is first read, by `trnx validate` and every
-other command; a trace from before 1.3 (no checksums) still opens.
+"""Integrity (issue 12, item 9): every table file's checksum is recorded in meta.json when the trace
+is written (format 1.3; SHA-256 until 1.4, BLAKE3 from 1.5) and verified before the file is first
+read, by `trnx validate` and every other command; a trace from before 1.3 (no checksums) still
+opens, and one of 1.3 or 1.4 verifies its SHA-256 as before.
 
 The fuzz test flips single bits across every table file of small traces: each run must be
 detected (exit 2, one sentence) or give output identical to the clean trace's."""
@@ -34,8 +35,8 @@ def damaged_sentence(file: Path) -> str:
 def test_validate_verifies_every_table_file(trnx, tmp_path):
     t = write_tiny(tmp_path / "t.trnx")
     meta = json.loads((t / "meta.json").read_text())
-    assert meta["version"] == "1.4"  # (1.3 added the checksums)
-    assert all(e["checksum"].startswith("sha256-64MiB:") for e in meta["tables"].values())
+    assert meta["version"] == "1.5"  # (1.3 added the checksums, 1.5 made them BLAKE3)
+    assert all(e["checksum"].startswith("blake3-64MiB:") for e in meta["tables"].values())
     code, out, err = trnx("validate", t)
     assert code == 0 and out.strip().endswith("9 tables, 23 rows; every table file matches its checksum."), out + err
 
@@ -94,7 +95,7 @@ def test_partitions_each_carry_a_checksum(trnx, tmp_path):
         for name, data in tiny_tables().items():
             w.write(name, data, chip=0) if name == "instructions" else w.write(name, data)
     part = json.loads((t / "meta.json").read_text())["tables"]["instructions"]["partitions"][0]
-    assert part["checksum"].startswith("sha256-64MiB:")
+    assert part["checksum"].startswith("blake3-64MiB:")
     flip(t / part["file"], 8 * 100)
     code, _, err = trnx("validate", t)
     assert code == 2 and err.strip() == damaged_sentence(t / part["file"])
@@ -105,16 +106,21 @@ def test_a_checksum_of_another_algorithm_is_left_unchecked(trnx, tmp_path):
     t = write_tiny(tmp_path / "t.trnx")
     meta = json.loads((t / "meta.json").read_text())
     for entry in meta["tables"].values():
-        entry["checksum"] = "blake3:" + "0" * 64
+        entry["checksum"] = "sha3_256-1GiB:" + "0" * 64
     (t / "meta.json").write_text(json.dumps(meta))
     code, out, _ = trnx("validate", t)
     assert code == 0 and "no checksums recorded" in out
 
 
-def test_the_checksum_is_a_hash_list_of_blocks_each_verified_on_its_own_thread(tmp_path, monkeypatch):
-    """sha256 over the sha256 digests of consecutive blocks (64 MiB; 4 KiB here so a small trace
-    has many), computed here independently of the writer, and one flipped bit in any block found."""
+@pytest.mark.parametrize("algorithm, version", [("blake3-64MiB", None), ("sha256-64MiB", "1.4")])
+def test_the_checksum_is_a_hash_list_of_blocks_each_verified_on_its_own_thread(trnx, tmp_path, monkeypatch,
+                                                                               algorithm, version):
+    """The hash over the hashes of consecutive blocks (64 MiB; 4 KiB here so a small trace has
+    many), computed here independently of the writer, and one flipped bit in any block found: BLAKE3
+    as written now, and SHA-256 as 1.3 and 1.4 wrote it (such a trace verifies bit for bit)."""
     import hashlib
+
+    from blake3 import blake3
 
     from simcore.trace import checksum
     from tracegen import tiny_tables
@@ -122,17 +128,35 @@ def test_the_checksum_is_a_hash_list_of_blocks_each_verified_on_its_own_thread(t
     monkeypatch.setattr(checksum, "BLOCK", 4096)
     from simcore.trace import write_trace
 
-    t = write_trace(tmp_path / "t.trnx", tiny_tables(n_per_track=2000))
+    t = write_trace(tmp_path / "t.trnx", tiny_tables(n_per_track=2000), checksum_algorithm=algorithm)
+    if version is not None:  # as the older writer left it
+        meta = json.loads((t / "meta.json").read_text())
+        (t / "meta.json").write_text(json.dumps({**meta, "version": version}))
     f = t / "instructions.arrow"
     data = f.read_bytes()
     assert len(data) > 10 * 4096
-    blocks = [hashlib.sha256(data[i:i + 4096]).digest() for i in range(0, len(data), 4096)]
+    h = {"blake3-64MiB": blake3, "sha256-64MiB": hashlib.sha256}[algorithm]
+    blocks = [h(data[i:i + 4096]).digest() for i in range(0, len(data), 4096)]
     meta = json.loads((t / "meta.json").read_text())
-    assert meta["tables"]["instructions"]["checksum"] == "sha256-64MiB:" + hashlib.sha256(b"".join(blocks)).hexdigest()
+    assert meta["tables"]["instructions"]["checksum"] == f"{algorithm}:" + h(b"".join(blocks)).hexdigest()
+    assert all(e["checksum"].startswith(algorithm + ":") for e in meta["tables"].values())
     assert open_trace(t).verify_checksums(workers=4) == 0   # (validated at open: all verified already)
+    code, out, _ = trnx("validate", t)
+    assert code == 0 and out.strip().endswith("every table file matches its checksum.")
     flip(f, 8 * (len(data) - 5000))                           # in the next-to-last block
     with pytest.raises(TraceFormatError, match="instructions.arrow is damaged"):
         open_trace(t, validate=False, checksums=False).verify_checksums(workers=4)
+    code, _, err = trnx("validate", t)
+    assert code == 2 and err.strip() == damaged_sentence(f)
+
+
+def test_an_unknown_checksum_algorithm_is_refused_before_anything_is_written(tmp_path):
+    from simcore.errors import UserError
+    from simcore.trace import TraceWriter
+
+    with pytest.raises(UserError, match="unknown checksum algorithm 'md5'; choose sha256-64MiB or blake3-64MiB."):
+        TraceWriter(tmp_path / "t.trnx", checksum_algorithm="md5")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_write_hashed_block_by_block_leaves_no_file_open_committed_or_aborted(tmp_path, monkeypatch):

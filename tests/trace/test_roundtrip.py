@@ -107,7 +107,7 @@ def test_meta_json_records_format_rows_and_caller_meta(tmp_path):
     assert meta["format"] == "trnx-trace" and meta["version"] == S.FORMAT_VERSION
     entry = meta["tables"]["instructions"]
     assert entry == {"file": "instructions.arrow", "rows": 8, "checksum": file_checksum(path / "instructions.arrow")}
-    assert entry["checksum"].startswith("sha256-64MiB:") and len(entry["checksum"]) == 13 + 64
+    assert entry["checksum"].startswith("blake3-64MiB:") and len(entry["checksum"]) == 13 + 64
     assert meta["workload"] == {"name": "tiny"}
 
 
