@@ -113,6 +113,11 @@ def test_packaged_app_smoke_test_capture_and_no_display(packaged, tmp_path):
                         "--cores", "0", "-o", str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "ModuleNotFoundError" not in r.stderr and (out / "meta.json").is_file()
+    # its checksums are BLAKE3 (format 1.5): the frozen app imports blake3 to write and to verify them
+    assert '"checksum": "blake3-64MiB:' in (out / "meta.json").read_text()
+    r = subprocess.run([program(packaged, "trnx"), "validate", str(out)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and "every table file matches its checksum" in r.stdout, r.stderr
     cached = list(home.rglob("*.nbi"))
     assert cached and all("trn3-explorer" in str(p) for p in cached), "numba did not compile into the user cache"
     r = subprocess.run([program(packaged, "trn3-explorer"), str(out), "--smoke-test"], capture_output=True,
