@@ -11,9 +11,9 @@ that overlap on a row each slow down; they are served in the order they are reso
 
 Ledgers count up from zeros: zeros are allocated lazily by the OS, so slices no transfer
 touches cost no memory. `advance` is inlined into compiled callers (the scheduler calls it
-once per DMA transfer); numba's on-disk cache does not notice when a callee in another file
-changes, so after editing this file delete the callers' caches (`find simcore -name '*.nb[ic]'
--delete`).
+once per DMA transfer). numba's on-disk cache alone would not notice an edit here (it checks
+the caller's own file), so every compiled caller in another file is declared
+`@depends_on(fluid)` (`simcore.jit`): an edit to this file recompiles them, no cache to clear.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simcore.jit import njit
+from simcore.jit import depends_on, njit
+from simcore.timing import fluid
 from simcore.timing.fluid import NO_TALLY, advance
 
 
@@ -34,6 +35,7 @@ class Throttle:
     cooldown_ns: float = 0.0
 
 
+@depends_on(fluid)  # `advance` is inlined: an edit to fluid.py recompiles this
 @njit(cache=True, nogil=True)
 def _schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, dma_grp, hbm_bytes, read_frac, eng_frac, weight, n_queues, t0,
               thr_start, thr_ramp, thr_cool, busy_since, last_end, used, cap, served, slice_ns, overflow):
