@@ -4,6 +4,12 @@ The analyses and the power tools each get one (`analysis_session`, `tools.backgr
 one thread per kind keeps a burst of requests queued instead of fighting for the cores,
 and two kinds keep a long query from holding up the summary (and the reverse). Results
 cross back through a Qt signal, so callbacks never touch widgets off the GUI thread.
+
+Every worker's results then wait in one queue and are handed over one per pass of the
+event loop (a zero-interval timer), never several in a row: a deep link finishes a
+kernel's details, its dependencies and the operator tree's rows at nearly the same time,
+and delivered back to back (each 10-40 ms at 28M events) they froze the window for
+their sum; one at a time, a click or a repaint gets its turn between them.
 """
 
 from __future__ import annotations
@@ -11,11 +17,12 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from simcore.errors import describe, user_caused
 
@@ -28,13 +35,58 @@ class _Bridge(QObject):
     finished = Signal(object)  # (callback, ok, value)
 
 
+class _Deliveries(QObject):
+    """The results waiting for the GUI thread, from every worker, handed over one per event-loop pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue: deque[tuple[Callback, bool, Any]] = deque()
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.setInterval(0)
+        self.timer.timeout.connect(self._next)
+
+    def add(self, item: tuple[Callback, bool, Any]) -> None:
+        self.queue.append(item)
+        if not self.timer.isActive():
+            self.timer.start()
+
+    def _next(self) -> None:
+        if not self.queue:
+            return
+        item = self.queue.popleft()
+        try:
+            _deliver(item)
+        finally:  # started after the delivery: timers that fell due meanwhile (input, a repaint) go first
+            if self.queue:
+                self.timer.start()
+
+
+_deliveries: list[_Deliveries] = []  # made on the GUI thread with the first worker
+
+
+def _queue() -> _Deliveries:
+    if not _deliveries:
+        _deliveries.append(_Deliveries())
+    return _deliveries[0]
+
+
 def _deliver(item: tuple[Callback, bool, Any]) -> None:
     callback, ok, value = item
     try:
         callback(ok, value)
-    except RuntimeError as exc:  # the receiving widget was closed meanwhile
-        if "deleted" not in str(exc):
+    except Exception as exc:  # the receiving widget was closed meanwhile (directly or through a signal)
+        if not _widget_gone(exc):
             raise
+
+
+def _widget_gone(exc: BaseException | None) -> bool:
+    """Whether `exc` (or what caused it: psygnal wraps a slot's error) is Qt's "already deleted"."""
+    while exc is not None:
+        if isinstance(exc, RuntimeError) and "deleted" in str(exc):
+            return True
+        exc = exc.__cause__
+    return False
 
 
 class Worker:
@@ -56,7 +108,7 @@ class Worker:
         with self._lock:
             if self._bridge is None:
                 self._bridge = _Bridge()
-                self._bridge.finished.connect(_deliver)
+                self._bridge.finished.connect(_queue().add)
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix=self.thread_name)
         bridge, doing = self._bridge, self.doing
 

@@ -38,3 +38,38 @@ def test_a_long_analysis_does_not_hold_up_a_tool(qtbot):
     finally:
         release.set()
     qtbot.waitUntil(lambda: analysis == [(True, True, True)], timeout=5000)
+
+
+def test_results_ready_together_let_the_window_breathe_between_them(qtbot):
+    """Two slow results (30 ms each to show) that arrive together are shown in separate
+    passes of the event loop: a 5 ms timer (input, a repaint) ticks between them instead of
+    the window freezing for their sum."""
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    events: list[str] = []
+
+    def slow_show(name: str):
+        def show(ok, value) -> None:
+            events.append(f"{name} starts")
+            time.sleep(0.03)
+            events.append(f"{name} ends")
+        return show
+
+    gate = threading.Event()
+    a = run_tool(lambda: gate.wait(5), slow_show("a"))
+    b = run_in_background(lambda: gate.wait(5), slow_show("b"))
+    gate.set()
+    a.result(5)
+    b.result(5)  # both results are waiting for the GUI thread now
+    heartbeat = QTimer(interval=5)
+    heartbeat.timeout.connect(lambda: events.append("tick"))
+    heartbeat.start()
+    try:
+        qtbot.waitUntil(lambda: "b ends" in events and "a ends" in events, timeout=5000)
+    finally:
+        heartbeat.stop()
+    first = min(events.index("a ends"), events.index("b ends"))
+    second = max(events.index("a starts"), events.index("b starts"))
+    assert first < second and "tick" in events[first:second]
