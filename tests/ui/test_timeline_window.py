@@ -397,3 +397,18 @@ def test_reopening_a_trace_uses_the_index_saved_by_the_first_open(qtbot, trace_p
     assert second.timeline.render_frame() > 0
     assert [r.node.label for r in second.timeline.canvas.tree.rows()] == [
         r.node.label for r in first.timeline.canvas.tree.rows()]
+
+
+def test_utilisation_follows_a_zoom_by_itself(window, qtbot):
+    """After a zoom the utilisation panel catches up on its own (computed off the GUI thread)."""
+    tl = window.timeline
+    tl.viewport.fit()
+    window.utilisation.refresh()
+    whole = dict(window.utilisation.totals)
+    lo, _ = window.loaded.index.span
+    tl.zoom_to(lo + 60_000, lo + 72_000)
+    qtbot.waitUntil(lambda: window.utilisation.totals != whole, timeout=5000)
+    table = window.utilisation.table
+    rows = {table.item(i, 0).text(): table.item(i, 1).text() for i in range(table.rowCount())}
+    assert rows == {name: f"{pct:.1f}%" for name, pct in window.utilisation.totals.items()}
+    assert window.utilisation.totals == window.utilisation.model.totals(lo + 60_000, lo + 72_000)
