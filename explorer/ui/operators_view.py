@@ -80,7 +80,6 @@ class _ThemeColours:
 
 BOUND_COLOURS = _ThemeColours(_BOUND_COLOURS)
 LEVEL_COLOURS = _ThemeColours(_LEVEL_COLOURS)
-_ROW_FLAGS = Qt.ItemIsEnabled | Qt.ItemIsSelectable
 
 
 def _nan(v: Any) -> bool:
@@ -342,8 +341,8 @@ class OperatorTreeModel(QAbstractItemModel):
             return R.ALIGN_LEFT if key in TEXT_COLUMNS else R.ALIGN_RIGHT
         return None
 
-    def flags(self, index: QModelIndex) -> Qt.ItemFlags:
-        return _ROW_FLAGS if index.isValid() else Qt.NoItemFlags  # (called per row on every layout)
+    # (no `flags` override: QAbstractItemModel's is "enabled, selectable" for every valid index, and
+    # a Python one was called twice per row on every layout: 20k calls to expand a 5k-instruction kernel)
 
     # -- sorting -----------------------------------------------------------------------
     def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
