@@ -187,7 +187,8 @@ def main() -> None:
     from explorer.ui.analysis_session import _worker as analysis_worker
     from explorer.ui.selection_worker import _worker as selection_worker
     from explorer.ui.tools.background import _worker as tools_worker
-    workers = (analysis_worker, tools_worker, selection_worker)
+    from explorer.ui.utilisation_view import _worker as view_worker
+    workers = (analysis_worker, tools_worker, selection_worker, view_worker)
     settle()
     with Stall(sample=args.profile) as s:  # the noise floor: the machine's own scheduling gaps, nothing running
         for _ in range(800):
