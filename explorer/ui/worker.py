@@ -71,6 +71,12 @@ def _queue() -> _Deliveries:
     return _deliveries[0]
 
 
+def soon(step: Callable[[], None]) -> None:
+    """Run `step` on the GUI thread in a later pass of the event loop, in turn with the workers'
+    results: how a panel splits showing a result into parts that each leave the window free."""
+    _queue().add((lambda ok, value: step(), True, None))
+
+
 def _deliver(item: tuple[Callback, bool, Any]) -> None:
     callback, ok, value = item
     try:
