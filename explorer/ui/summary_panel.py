@@ -248,14 +248,21 @@ class QtSummary(QWidget):
     def _fill(self, column: str) -> None:
         c = COLUMNS.index(column) + 1
         s = self.summaries[column]
-        for name, item in self._items.items():
-            spec = METRIC_BY_NAME[name]
-            if s is None:
-                item.setText(c, "")
-                continue
-            item.setText(c, format_metric(s.metrics.get(name), spec.unit))
-            why = s.unavailable.get(name)
-            item.setToolTip(c, tooltip(spec) + (f"\nn/a: {why}" if why else ""))
+        # the column fits its contents once, after all rows: fitted on every setText it cost
+        # ~0.5 ms a row (~30 ms of the GUI thread per new selection summary at 28M events)
+        header = self.tree.header()
+        header.setSectionResizeMode(c, QHeaderView.Interactive)
+        try:
+            for name, item in self._items.items():
+                spec = METRIC_BY_NAME[name]
+                if s is None:
+                    item.setText(c, "")
+                    continue
+                item.setText(c, format_metric(s.metrics.get(name), spec.unit))
+                why = s.unavailable.get(name)
+                item.setToolTip(c, tooltip(spec) + (f"\nn/a: {why}" if why else ""))
+        finally:
+            header.setSectionResizeMode(c, QHeaderView.ResizeToContents)
 
     def _fill_breakdown(self) -> None:
         b = None if self.analysis is None else self.analysis.step_breakdown

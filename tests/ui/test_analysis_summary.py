@@ -73,6 +73,9 @@ def test_the_selection_column_follows_the_visible_range_and_the_area(qtbot):
     ranged = trnx_json("summary", path, "--range", f"{t0}:{t1}", "--no-recommendations")
     assert shown(panel, "selection") == expected(ranged["metrics"])
     assert "visible range" in panel.scope_label.text()
+    # the column fits its new texts (fitted once after the fill, not per row)
+    header = panel.tree.header()
+    qtbot.waitUntil(lambda: header.sectionSize(3) == max(panel.tree.sizeHintForColumn(3), header.sectionSizeHint(3)))
     # Shift+drag an area over two engine rows: the selection column is that area's summary
     canvas = tl.canvas
     geoms = [g for g in canvas.visible_geoms()[1] if g.track_id is not None
