@@ -101,9 +101,23 @@ class Frame:
     def track_rect(self) -> QRect:
         return QRect(GUTTER, 0, self.track_width, self.height)
 
+    def static_key(self) -> tuple:
+        """Everything the static layers (grid, rows) read: same key, same picture."""
+        st, vp = self.state, self.state.viewport
+        return (vp.t0, vp.t1, st.origin, self.width, self.height, self.dpr, self.scroll_y, self.layout_version,
+                id(st.index), id(st.colour_codes), id(self.colours.colours), id(self.tree),
+                P.BACKGROUND.rgba(), P.GROUP_BG.rgba(), P.GRID.rgba(), P.ACCENT.rgba())
+
 
 class Layer:
-    """One thing drawn on a canvas: it paints inside `bounds`, and drops its cache on `invalidate`."""
+    """One thing drawn on a canvas: it paints inside `bounds`, and drops its cache on `invalidate`.
+
+    A `static` layer draws only what `Frame.static_key` names (the view, the rows, the colours):
+    the canvas keeps the leading static layers as one picture and repaints them only when that
+    key changes, so a click, the hover line or a search's hits repaint the overlays alone.
+    """
+
+    static = False
 
     def bounds(self, f: Frame) -> QRect:
         return f.track_rect
@@ -118,6 +132,8 @@ class Layer:
 class GridLayer(Layer):
     """Vertical lines at the ruler's ticks."""
 
+    static = True
+
     def paint(self, p: QPainter, f: Frame) -> None:
         vp = f.state.viewport
         p.setPen(QPen(P.GRID, 1))
@@ -128,6 +144,8 @@ class GridLayer(Layer):
 
 class RowsLayer(Layer):
     """Engine lanes (coverage lines, rectangles, labels) or counter rows; pinned rows on top."""
+
+    static = True
 
     def __init__(self) -> None:
         self._text_widths: dict[str, int] = {}
