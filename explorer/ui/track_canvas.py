@@ -49,6 +49,7 @@ class TrackCanvas(QWidget):
         self.scroll_y = 0
         self.last_paint_ms = 0.0
         self.hover_text = ""
+        self.hover_y: float | None = None  # the pointer's y at its last move over the canvas (None when it left)
         self._layout: list[tuple[Row, int]] = []  # unpinned rows and their heights
         self._layout_version = 0
         self._cum: list[int] = [0]
@@ -150,6 +151,12 @@ class TrackCanvas(QWidget):
             if g.y <= y < g.y + g.h and (g in pinned or y >= self.pinned_height):
                 return g
         return None
+
+    def hover_geom(self) -> RowGeom | None:
+        """The row under the pointer as its last move over the canvas left it (the row the hover line is
+        drawn on), read from the canvas's own events rather than the global cursor, which a window
+        move or a late layout can leave out of step."""
+        return self.geom_at(self.hover_y) if self.hover_y is not None else None
 
     def geom_for_track(self, track_id: int) -> RowGeom | None:
         pinned, rows = self.visible_geoms()
@@ -320,6 +327,7 @@ class TrackCanvas(QWidget):
     def mouseMoveEvent(self, event) -> None:  # noqa: N802
         pos = event.position()
         if self._press is None:
+            self.hover_y = pos.y()
             self.state.set_hover(self.t_of(pos.x()) if pos.x() >= GUTTER else None)
             text = self.hover_description(pos)
             self.hover_text = text
@@ -424,5 +432,6 @@ class TrackCanvas(QWidget):
         event.accept()
 
     def leaveEvent(self, event) -> None:  # noqa: N802
+        self.hover_y = None
         self.state.set_hover(None)
         super().leaveEvent(event)

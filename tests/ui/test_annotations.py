@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QCursor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QLabel, QTableView, QToolButton, QWidget
 
@@ -40,6 +40,22 @@ def test_m_drops_a_snapped_marker_that_is_saved_and_drawn(window, qtbot, trace_p
     img = canvas.grab().toImage()
     xm = int(canvas.x_of(3_000))
     assert sum(img.pixelColor(xm + dx, yy) == MARKER for dx in (-1, 0, 1) for yy in range(img.height())) > img.height() // 4
+
+
+def test_m_takes_the_row_the_hover_line_was_drawn_for_not_the_global_cursor(window, qtbot):
+    """The marker's row comes from the pointer's last move over the canvas, as its time does: the
+    global cursor can disagree (a window moved under it, a platform that reports it late), and then
+    the marker lost its row (a flaky landing run had track_id None)."""
+    canvas = window.timeline.canvas
+    window.view.viewport.set_range(0, 10_000)
+    x, y = int(canvas.x_of(3_010)), row_y(canvas, "track:0")
+    QTest.mouseMove(canvas, QPoint(x + 40, y))  # Qt drops a move to where the pointer already is
+    QTest.mouseMove(canvas, QPoint(x, y))
+    qtbot.waitUntil(lambda: window.view.hover_t is not None and abs(window.view.hover_t - 3_010) < 20)
+    QCursor.setPos(canvas.mapToGlobal(QPoint(x, canvas.height() + 500)))  # the global cursor elsewhere
+    QTest.keyClick(canvas, Qt.Key_M)
+    (a,) = window.findChild(QWidget, "annotations").items
+    assert (a.t0, a.track_id) == (3_000, 0)
 
 
 def test_m_without_a_trace_is_an_ordinary_key_not_an_error_dialog(qtbot, monkeypatch):

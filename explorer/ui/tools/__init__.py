@@ -8,7 +8,7 @@ runs on the tools' worker (`background.run_tool`), never on the GUI thread.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QCursor, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox
 
 from explorer.model import deep_link
@@ -102,8 +102,7 @@ class Tools:
     def mark_here(self):
         """M: a marker at the pointer, snapped to an event edge of the row under it."""
         canvas = self.window.timeline.canvas
-        pos = canvas.mapFromGlobal(QCursor.pos())
-        g = canvas.geom_at(pos.y()) if canvas.rect().contains(pos) else None
+        g = canvas.hover_geom()
         vp = self.window.view.viewport
         return self.annotations.add_marker_here(g.track_id if g is not None else None, vp.width / canvas.track_width)
 
