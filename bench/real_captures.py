@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/real_captures.py [--figures summary,diff,window,frames,capture]
                                             [--captures 12M,28M,100M] [--repeat 3] [--recapture]
+                                            [--baseline-tree DIR]
 
 The captures are made by the bench itself with `trnx capture` and kept under bench/out/
 (gitignored) between runs; a capture is made again when its command changed or with
@@ -26,7 +27,12 @@ Figures (each command in a fresh process; wall time, CPU time of the process, pe
   frames   frame times of a zoom walk over the 100M capture (bench/frame_time.py's walk): once while
            the analysis panels are being computed, then after
   capture  `trnx capture` of each capture: wall time, events/s, peak RSS against the trace's
-           size; baseline: writing the same instructions, DMA and flows rows as raw Arrow IPC
+           size; baseline: writing the same instructions, DMA and flows rows as raw Arrow IPC.
+           With --baseline-tree DIR (another checkout, e.g. `git worktree add --detach DIR main`),
+           the same capture by that tree's code too (run from DIR with this venv's Python, after
+           a small warm-up capture in each tree for numba's caches), alternated with this tree's
+           --repeat times (this tree, that tree, this tree, ...) into a scratch directory deleted
+           after each run
 """
 
 from __future__ import annotations
@@ -77,12 +83,13 @@ def disk_gib(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and f.name != "timeline-index.cache") / 2**30
 
 
-def run(args: list[str], *, python: bool = False) -> dict:
-    """Run `trnx ARGS` (or `python ARGS`) in a fresh process: wall, CPU (user + system) and peak RSS."""
+def run(args: list[str], *, python: bool = False, tree: Path = ROOT) -> dict:
+    """Run `trnx ARGS` (or `python ARGS`) in a fresh process: wall, CPU (user + system) and peak RSS.
+    `tree`: the checkout whose code runs (the working directory comes first on `python -c`'s path)."""
     cmd = [sys.executable, *args] if python else [sys.executable, "-c", WITH_PEAK, *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tree, env=ENV)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -331,9 +338,42 @@ def frames(path: Path, repeat: int) -> None:
     os._exit(0)
 
 
-def figure_capture(made: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
+WARM_UP = ["-w", "llama3.1-8b", "--phase", "prefill", "--seq", "512", "--layers", "1", "--detail", "instruction",
+           "--cores", "all"]
+
+
+def alternate_with_baseline(name: str, first: dict, tree: Path, repeat: int) -> tuple[dict, dict]:
+    """This tree's capture and `tree`'s, alternated (`first` is this tree's first run): the best
+    of each, with every run's figures and the machine's load beside it."""
+    scratch = OUT / f".baseline-{name}.trnx"
+    for t in (ROOT, tree):
+        run(["capture", *WARM_UP, "-o", str(scratch), "--overwrite"], tree=t)
+    shutil.rmtree(scratch, ignore_errors=True)
+    ours, base = [first], []
+    for i in range(repeat):
+        if i:
+            ours.append(ensure_capture(name, True)[1])
+            ours[-1]["load"] = os.getloadavg()[0]
+        try:
+            base.append(run(["capture", *CAPTURES[name], "-o", str(scratch), "--overwrite"], tree=tree))
+            base[-1]["load"] = os.getloadavg()[0]
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    for label, runs in (("this tree", ours), (f"baseline {tree}", base)):
+        print(f"capture {name}, {label}: " + ", ".join(
+            f"{r['wall_s']:.1f} s wall {r['cpu_s']:.1f} s CPU {r['peak_mib'] / 1024:.2f} GiB (load {r.get('load', 0):.1f})"
+            for r in runs), flush=True)
+    return {**best(ours), "runs": ours}, {**best(base), "runs": base}
+
+
+def figure_capture(made: dict[str, dict], paths: dict[str, Path], baseline_tree: Path | None = None,
+                   repeat: int = 1) -> list[dict]:
     rows = []
     for name, r in made.items():
+        r["load"] = os.getloadavg()[0]
+        base = None
+        if baseline_tree is not None:
+            r, base = alternate_with_baseline(name, r, baseline_tree, repeat)
         p = paths[name]
         tmp = OUT / f".raw-write-{name}"
         tmp.mkdir(exist_ok=True)
@@ -342,10 +382,13 @@ def figure_capture(made: dict[str, dict], paths: dict[str, Path]) -> list[dict]:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         n, size = events_of(p), disk_gib(p)
-        rows.append({"figure": "capture", "trace": name, "ours": r, "events": n, "trace_gib": size, "raw_write": raw})
-        print(f"capture {name}: {r['wall_s']:.1f} s wall ({n / r['wall_s'] / 1e6:.1f}M events/s), peak "
+        rows.append({"figure": "capture", "trace": name, "ours": r, "events": n, "trace_gib": size, "raw_write": raw,
+                     **({"baseline_tree": {"tree": str(baseline_tree), **base}} if base else {})})
+        print(f"capture {name}: {r['wall_s']:.1f} s wall {r['cpu_s']:.1f} s CPU ({n / r['wall_s'] / 1e6:.1f}M events/s), peak "
               f"{r['peak_mib'] / 1024:.2f} GiB = {r['peak_mib'] / 1024 / size:.2f}x the {size:.2f} GiB trace; raw Arrow "
-              f"write of its {raw['rows'] / 1e6:.1f}M rows {raw['write_s']:.1f} s ({raw['rows'] / raw['write_s'] / 1e6:.1f}M rows/s)",
+              f"write of its {raw['rows'] / 1e6:.1f}M rows {raw['write_s']:.1f} s ({raw['rows'] / raw['write_s'] / 1e6:.1f}M rows/s)"
+              + (f"; baseline tree {base['wall_s']:.1f} s wall {base['cpu_s']:.1f} s CPU "
+                 f"({n / base['wall_s'] / 1e6:.1f}M events/s), peak {base['peak_mib'] / 1024:.2f} GiB" if base else ""),
               flush=True)
     return rows
 
@@ -357,6 +400,7 @@ def main() -> None:
     ap.add_argument("--captures", default=",".join(CAPTURES))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--recapture", action="store_true", help="capture again even when a cached capture matches")
+    ap.add_argument("--baseline-tree", type=Path, help="capture with this checkout's code too, alternated (capture figure)")
     ap.add_argument("--pandas-baseline", nargs="+", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--raw-write", nargs=2, type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--frames", type=Path, help=argparse.SUPPRESS)
@@ -381,7 +425,7 @@ def main() -> None:
             made[name] = r
     results = []
     if "capture" in figures:
-        results += figure_capture(made, paths)
+        results += figure_capture(made, paths, a.baseline_tree, a.repeat)
     if "summary" in figures:
         results += figure_summary(paths, a.repeat)
     if "diff" in figures:
