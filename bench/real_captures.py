@@ -31,8 +31,8 @@ Figures (each command in a fresh process; wall time, CPU time of the process, pe
            With --baseline-tree DIR (another checkout, e.g. `git worktree add --detach DIR main`),
            the same capture by that tree's code too (run from DIR with this venv's Python, after
            a small warm-up capture in each tree for numba's caches), alternated with this tree's
-           --repeat times (this tree, that tree, this tree, ...) into a scratch directory deleted
-           after each run
+           --repeat times (that tree, this tree, ...), each into an emptied path (the baseline's
+           a scratch directory deleted after each run)
 """
 
 from __future__ import annotations
@@ -342,23 +342,25 @@ WARM_UP = ["-w", "llama3.1-8b", "--phase", "prefill", "--seq", "512", "--layers"
            "--cores", "all"]
 
 
-def alternate_with_baseline(name: str, first: dict, tree: Path, repeat: int) -> tuple[dict, dict]:
-    """This tree's capture and `tree`'s, alternated (`first` is this tree's first run): the best
-    of each, with every run's figures and the machine's load beside it."""
+def alternate_with_baseline(name: str, tree: Path, repeat: int) -> tuple[dict, dict]:
+    """`tree`'s capture and this tree's, alternated `repeat` times, each into a path the bench
+    emptied first (a capture replacing an old trace also pays for deleting it: the first capture
+    of the run, which replaced the cached one, is left out): the best of each, with every run's
+    figures and the machine's load beside it."""
     scratch = OUT / f".baseline-{name}.trnx"
     for t in (ROOT, tree):
         run(["capture", *WARM_UP, "-o", str(scratch), "--overwrite"], tree=t)
     shutil.rmtree(scratch, ignore_errors=True)
-    ours, base = [first], []
-    for i in range(repeat):
-        if i:
-            ours.append(ensure_capture(name, True)[1])
-            ours[-1]["load"] = os.getloadavg()[0]
+    ours, base = [], []
+    for _ in range(repeat):
         try:
             base.append(run(["capture", *CAPTURES[name], "-o", str(scratch), "--overwrite"], tree=tree))
             base[-1]["load"] = os.getloadavg()[0]
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(trace_path(name))  # ours (bench/out)
+        ours.append(ensure_capture(name, True)[1])
+        ours[-1]["load"] = os.getloadavg()[0]
     for label, runs in (("this tree", ours), (f"baseline {tree}", base)):
         print(f"capture {name}, {label}: " + ", ".join(
             f"{r['wall_s']:.1f} s wall {r['cpu_s']:.1f} s CPU {r['peak_mib'] / 1024:.2f} GiB (load {r.get('load', 0):.1f})"
@@ -373,7 +375,7 @@ def figure_capture(made: dict[str, dict], paths: dict[str, Path], baseline_tree:
         r["load"] = os.getloadavg()[0]
         base = None
         if baseline_tree is not None:
-            r, base = alternate_with_baseline(name, r, baseline_tree, repeat)
+            r, base = alternate_with_baseline(name, baseline_tree, repeat)
         p = paths[name]
         tmp = OUT / f".raw-write-{name}"
         tmp.mkdir(exist_ok=True)
