@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from dataclasses import dataclass
 
+from simcore.errors import UserError
 from simcore.hardware.spec import load_hardware
 from simcore.topology import topology_of
 
@@ -45,9 +47,12 @@ class Resources:
 
 
 def resources(hardware: str, ranks: int) -> Resources:
+    if ranks < 2:
+        raise UserError(f"an all-gather needs at least 2 ranks (got {ranks}).")
     topo = topology_of(load_hardware(hardware), ranks=ranks)
-    if topo.kind != "torus2d":
-        raise ValueError(f"{hardware} is not a 2-D torus")
+    if topo.kind != "torus2d" or topo.chips != topo.dims[0] * topo.dims[1] or ranks != topo.chips * topo.per_chip:
+        raise UserError(f"{hardware} with {ranks} ranks is not a whole 2-D torus: the Mesh and RDH checks need every "
+                        "chip of a torus preset (trn1.32xlarge: 32 ranks, trn2.48xlarge: 64).")
     x = topo.tiers[0]
     return Resources(x.bandwidth_gbps / max(1, x.links), topo.rank_dma_gbps, topo.hbm_gbps, x.latency_ns,
                      topo.dims, topo.per_chip)
@@ -156,7 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-H", "--hardware", default="trn1.32xlarge")
     p.add_argument("-r", "--ranks", type=int, default=32)
     args = p.parse_args(argv)
-    print(report(args.hardware, args.ranks))
+    try:
+        print(report(args.hardware, args.ranks))
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

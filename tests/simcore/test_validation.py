@@ -147,3 +147,12 @@ def test_the_allgather_miss_quotes_the_mesh_check_of_the_presets():
     for s, m in zip(SIZES, sorted(measured)):
         assert mesh(res, s, 32).slowest_ns / 1e3 < 0.7 * m      # outside the 30% tolerance, too fast
     assert "524288" in report()
+
+
+@pytest.mark.parametrize("argv", [["-H", "trn3"], ["-r", "31"], ["-r", "1"], ["-H", "no-such-preset"]])
+def test_mesh_check_refuses_what_is_not_a_whole_torus_in_one_sentence(argv, capsys):
+    from simcore.validation.mesh_check import main as mesh_main
+
+    assert mesh_main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and err.endswith(".") and "\n" not in err and "Traceback" not in err
