@@ -5,7 +5,7 @@ numba is a declared dependency; the fallback keeps simcore (and explorer's scann
 check HAVE_NUMBA and take their Python paths) importable without it.
 
 numba's on-disk cache (`cache=True`) is fresh while the function's own file is unchanged: it
-stamps the index with that file's mtime and size only. A callee from another file is compiled
+stamps the index from that file alone (mtime, size, hash). A callee from another file is compiled
 into the caller (inlined, or linked in), so an edit to the callee's file alone would leave the
 caller's cached machine code stale, silently. `depends_on(module, ...)` adds a hash of those
 modules' sources to the stamp, so such an edit makes numba compile the caller afresh.
@@ -54,6 +54,7 @@ def depends_on(*modules: ModuleType):
             dispatcher._cache = NullCache()  # compile in every process rather than risk stale code
             return dispatcher
         index._source_stamp = (index._source_stamp, sources_digest(modules))
+        dispatcher.cache_depends_on = tuple(m.__name__ for m in modules)  # (tests check every caller declares its callees)
         return dispatcher
 
     return wrap

@@ -24,6 +24,7 @@ import numpy as np
 
 from explorer.interop.kineto import json_bytes as J
 from explorer.interop.kineto.json_bytes import HAVE_NUMBA, njit
+from simcore.jit import depends_on
 from explorer.interop.kineto.events import (ANNOTATION_CAT, CPU_OP_CATS, GPU_COPY_CATS, GPU_KERNEL_CATS, LAUNCH_CATS,
                                            MEMORY_CAT)
 
@@ -94,6 +95,7 @@ def _category(buf, s, e):
     return 0
 
 
+@depends_on(J)  # json_bytes compiled in: an edit there recompiles this
 @njit(cache=True, nogil=True, inline="always")
 def _args(buf, i, n, ints, r):
     """The args object at i (its '{'): its span, and the integer args the importer needs."""
@@ -161,6 +163,7 @@ def _args(buf, i, n, ints, r):
         return -1
 
 
+@depends_on(J)
 @njit(cache=True, nogil=True, inline="always")
 def _event(buf, i, n, ints, floats, r, keep):
     """The event object at i (its '{') into row r: (index after it or -1, dropped). An event
@@ -263,6 +266,7 @@ def _event(buf, i, n, ints, floats, r, keep):
         return -1, False
 
 
+@depends_on(J)
 @njit(cache=True, nogil=True)
 def _events(buf, i, n, ints, floats, keep, counts):
     """The events array at i (its '['): (index after ']' or -1, rows kept, arrays). counts[0]
@@ -302,6 +306,7 @@ def _events(buf, i, n, ints, floats, keep, counts):
         return -1, r, ints, floats
 
 
+@depends_on(J)
 @njit(cache=True, nogil=True)
 def _header_slot(buf, s, e):
     if J.equals(buf, s, e, K_H0):
@@ -317,6 +322,7 @@ def _header_slot(buf, s, e):
     return -1
 
 
+@depends_on(J)
 @njit(cache=True, nogil=True)
 def scan_bytes(buf, ints, floats, header, keep, counts):
     """Scan a whole document: an object holding traceEvents, or a bare event array.
