@@ -112,6 +112,7 @@ class MainWindow(QMainWindow):
         self.analysis = install_analysis_panels(self)  # summary, operators, kernel, dependencies, recommendations, compare, export
         self.sweeps = install_sweeps(self)  # File > Open sweep...: results table and Pareto plot
         self.tools = install_tools(self)  # query console, field search, statistics, ... (explorer/ui/tools)
+        self.analysis.raise_defaults()  # the default tabs in front, not the tools tabbed in last
 
     # -- building --------------------------------------------------------------------
     def add_panel(self, title: str, widget: QWidget, area: Qt.DockWidgetArea = Qt.RightDockWidgetArea,

@@ -43,3 +43,16 @@ def test_every_dock_tab_is_in_view_at_1920x1080(qtbot, trace_path):
         last = bar.count() - 1
         QTest.mouseClick(bar, Qt.LeftButton, Qt.NoModifier, bar.tabRect(last).center())
         assert w.panels[bar.tabText(last)].widget().isVisible()
+
+
+def test_an_empty_window_opens_on_the_default_tabs(qtbot):
+    """Before any trace: Summary, the operator tree and kernel details in front (as once a trace's
+    analyses are in), not the tool panels that were tabbed in last."""
+    from explorer.ui import open_window
+
+    w = open_window()
+    qtbot.addWidget(w)
+    w.resize(1920, 1080)
+    qtbot.waitExposed(w)
+    shown = {bar.tabText(bar.currentIndex()) for bar in shown_dock_tab_bars(w)}
+    assert shown == {"Summary", "Operators", "Kernel details"}
