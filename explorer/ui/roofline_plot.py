@@ -40,7 +40,8 @@ class QtRoofline(QWidget):
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)
         self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.plot.hideButtons()
-        self.items: dict[str, pg.GraphicsObject] = {}
+        self.items: dict[str, pg.GraphicsObject] = {}  # what the shown kernel's plot is made of
+        self._kept: dict[str, pg.GraphicsObject] = {}  # every item made so far, hidden when unused
         self.caption = QLabel("")  # the legend, under the plot so it never hides a line
         self.caption.setObjectName("roofline-caption")
         self.caption.setWordWrap(True)
@@ -51,12 +52,40 @@ class QtRoofline(QWidget):
         lay.addWidget(self.caption)
 
     def clear(self) -> None:
-        self.plot.clear()
+        for item in self._kept.values():
+            item.hide()
         self.caption.setText("")
         self.items = {}
         self.roofline = None
         self.plot.setXRange(-1, 4, padding=0)  # 0.1 .. 10k FLOP/B and 0.1 .. 1000 TFLOPS until a kernel is shown
         self.plot.setYRange(-1, 3, padding=0)
+
+    def _curve(self, key: str, x, y, z: int = 0, **style) -> pg.PlotDataItem:
+        """The curve `key`, made once and then given new data and style (making pyqtgraph items
+        was half of a kernel's ~25 ms plot at 28M events); `z` keeps the stacking a fresh plot had."""
+        item = self._kept.get(key)
+        style = {"pen": None, "symbol": None, **style}
+        if item is None:
+            item = self._kept[key] = self.plot.plot(x, y, **style)
+            item.setZValue(z)
+        else:
+            item.setData(x, y, **style)
+            item.show()
+        self.items[key] = item
+        return item
+
+    def _text(self, key: str, text: str, colour: str, anchor: tuple[float, float], x: float, y: float,
+              z: int) -> pg.TextItem:
+        item = self._kept.get(key)
+        if item is None:
+            item = self._kept[key] = pg.TextItem(text, color=colour, anchor=anchor)
+            item.setZValue(z)
+            self.plot.addItem(item)
+        else:
+            item.setText(text, color=colour)
+            item.show()
+        item.setPos(x, y)
+        return item
 
     def show_roofline(self, roof: Roofline | None, label: str = "kernel") -> None:
         self.clear()
@@ -71,14 +100,14 @@ class QtRoofline(QWidget):
         xs = np.logspace(np.log10(lo), np.log10(hi), 200)
         y = roof.attainable_tflops(xs)
         if y is not None:
-            self.items["roof"] = self.plot.plot(xs, y, pen=pg.mkPen(ROOF_COLOUR, width=2.5))
+            self._curve("roof", xs, y, pen=pg.mkPen(ROOF_COLOUR, width=2.5))
             share = (f"the core's share of the chip's {format_rate_gbps(roof.chip_bandwidth_gbps)}, "
                      f"{roof.hbm_sharing:.3g} cores streaming" if roof.hbm_sharing > 1.001 else "the chip's, unshared")
             parts.append(f"<span style='color:{ROOF_COLOUR}'>—</span> {roof.dtype} roof: {roof.peak_tflops:g} "
                          f"TFLOPS per core, HBM {format_rate_gbps(roof.bandwidth_gbps)} ({share})")
             if roof.chip_bandwidth_gbps and roof.hbm_sharing > 1.001:
                 chip = np.minimum(roof.peak_tflops, xs * roof.chip_bandwidth_gbps / 1e3)
-                self.items["chip-roof"] = self.plot.plot(xs, chip, pen=pg.mkPen(CHIP_COLOUR, width=1, style=Qt.DotLine))
+                self._curve("chip-roof", xs, chip, pen=pg.mkPen(CHIP_COLOUR, width=1, style=Qt.DotLine))
                 sat = "" if roof.chip_hbm_percent is None else f"; the chip's HBM was {roof.chip_hbm_percent:.0f}% busy"
                 parts.append(f"<span style='color:{CHIP_COLOUR}'>┄</span> the whole chip's HBM roof{sat}")
             by_peak: dict[float, list[str]] = {}  # dtypes sharing a peak share a line (mxfp8/mxfp4)
@@ -89,25 +118,20 @@ class QtRoofline(QWidget):
                 other = roof.attainable_tflops(xs, peak=peak)
                 colour = OTHER_COLOURS[i % len(OTHER_COLOURS)]
                 name = "/".join(by_peak[peak])
-                self.items[f"roof:{name}"] = self.plot.plot(xs, other, pen=pg.mkPen(colour, width=1, style=Qt.DashLine))
-                tag = pg.TextItem(f"{name} {peak:g}", color=colour, anchor=(1, 1))
-                tag.setPos(np.log10(hi), np.log10(peak))
-                self.plot.addItem(tag)
+                self._curve(f"roof:{name}", xs, other, pen=pg.mkPen(colour, width=1, style=Qt.DashLine))
+                self._text(f"tag:{name}", f"{name} {peak:g}", colour, (1, 1), np.log10(hi), np.log10(peak), z=1)
             if ridge:
-                self.items["ridge"] = self.plot.plot([ridge], [roof.peak_tflops], pen=None, symbol="d", symbolSize=8,
-                                                     symbolBrush=ROOF_COLOUR)
+                self._curve("ridge", [ridge], [roof.peak_tflops], z=2, symbol="d", symbolSize=8, symbolBrush=ROOF_COLOUR)
                 parts.append(f"<span style='color:{ROOF_COLOUR}'>◆</span> ridge at {ridge:.3g} FLOP/B")
         if ai is not None and roof.point_tflops > 0:
             eff = roof.efficiency_percent
             tag = f"{label}: {roof.point_tflops:.3g} TFLOPS at {ai:.3g} FLOP/B" + (
                 f" ({eff:.0f}% of its roof)" if eff is not None else "")
-            self.items["point"] = self.plot.plot([ai], [roof.point_tflops], pen=None, symbol="o", symbolSize=11,
-                                                 symbolBrush=POINT_COLOUR, symbolPen=pg.mkPen("#ffffff"))
+            self._curve("point", [ai], [roof.point_tflops], z=3, symbol="o", symbolSize=11, symbolBrush=POINT_COLOUR,
+                        symbolPen=pg.mkPen("#ffffff"))
             parts.append(f"<span style='color:{POINT_COLOUR}'>●</span> {tag}")
-            text = pg.TextItem(label, color=POINT_COLOUR, anchor=(0, 1.2))
-            text.setPos(np.log10(ai), np.log10(roof.point_tflops))
-            self.plot.addItem(text)
-            self.items["label"] = text
+            self.items["label"] = self._text("label", label, POINT_COLOUR, (0, 1.2), np.log10(ai), np.log10(roof.point_tflops),
+                                              z=4)
         if roof.other_peaks:
             parts.append("dashed: the other dtypes' roofs")
         if ai is None:

@@ -167,3 +167,24 @@ def test_kernel_details_computed_behind_another_tab_fill_when_it_is_shown(window
     qtbot.waitUntil(lambda: kd.engines.rowCount() > 0)
     assert {r["engine"] for r in kd.engines.records if r["instruction_count"]} == {"tensor", "vector", "dma"}
     qtbot.waitUntil(lambda: kd.roofline.point() is not None)  # the plot follows in the next pass
+
+
+def test_the_roofline_follows_the_kernel_shown_with_no_leftovers(window, qtbot, trace_path):
+    """Clicking one kernel, then another, then the first again: the plot shows each kernel's own
+    point and roofs, and nothing drawn for the previous one stays visible (its items are reused)."""
+    p = ready(window, qtbot)
+    kd = p.kernel_details
+    kernels = feather.read_table(trace_path / "kernels.arrow").to_pandas()
+
+    def shown_for(kernel_id: int) -> None:
+        click_event(window, EventRef("kernels", kernel_id))
+        qtbot.waitUntil(lambda: kd.details is not None and int(kd.details.kernel["kernel_id"]) == kernel_id
+                        and kd.roofline.roofline is kd.details.roofline, timeout=30_000)
+        k = kernels[kernels["kernel_id"] == kernel_id].iloc[0]
+        ai = k["flops"] / (k["hbm_read_bytes"] + k["hbm_write_bytes"])
+        assert kd.roofline.point() == pytest.approx((ai, k["flops"] / k["dur_ns"] / 1e3))
+        visible = [i for i in kd.roofline.plot.getPlotItem().items if i.isVisible()]
+        assert set(map(id, visible)) == set(map(id, kd.roofline.items.values()))
+
+    for kernel_id in (0, 1, 0):
+        shown_for(kernel_id)
