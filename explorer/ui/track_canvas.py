@@ -233,7 +233,9 @@ class TrackCanvas(QWidget):
         `Frame.static_key` changes: a selection or hover repaint at 28M events cost ~15 ms of rows."""
         key = f.static_key()
         if self._static is None or self._static[0] != key:
-            pm = QPixmap(int(f.width * f.dpr), int(f.height * f.dpr))
+            size = (int(f.width * f.dpr), int(f.height * f.dpr))
+            old = None if self._static is None else self._static[1]
+            pm = old if old is not None and (old.width(), old.height()) == size else QPixmap(*size)  # reused
             pm.setDevicePixelRatio(f.dpr)
             p = QPainter(pm)
             p.setFont(self._font)
