@@ -28,9 +28,6 @@ def test_m_drops_a_snapped_marker_that_is_saved_and_drawn(window, qtbot, trace_p
     y = row_y(canvas, "track:0")  # TensorMatrix: MultiplyMoving at k*1000 .. k*1000 + 800
     x = int(canvas.x_of(3_010))  # 10 ns right of an instruction's start: within the snap distance
     QTest.mouseMove(canvas, QPoint(x, y))
-    # where a real pointer now is: after any QTest.mouseDClick in the process (an earlier test's), Qt 6's
-    # QTest.mouseMove still sends the move but no longer moves the platform cursor M reads
-    QCursor.setPos(canvas.mapToGlobal(QPoint(x, y)))
     qtbot.waitUntil(lambda: window.view.hover_t is not None)
     QTest.keyClick(canvas, Qt.Key_M)
     panel = window.findChild(QWidget, "annotations")
