@@ -75,6 +75,7 @@ class QtKernelDetails(QWidget):
         self.roofline = QtRoofline()
         self._latest = latest()
         self._unfilled: KernelDetails | None = None  # computed while the panel was hidden
+        self._rows: list[F.TableRows] = []  # its tables' rows, made on the worker with it
         fill(self, split(Qt.Horizontal, stack(self.header, self.tabs), self.roofline, stretch=(3, 2)), margin=2)
 
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
@@ -102,8 +103,11 @@ class QtKernelDetails(QWidget):
         self._set_computing(True)
         self.header.setText(f"Kernel {kernel_id}: computing its engine time, instruction mix and roofline\u2026")
         trace, h = a.trace, a.hierarchy
-        self._latest.submit(lambda: kernel_details(trace, kernel_id, h),
-                            lambda ok, value: self._computed(a, kernel_id, ok, value))
+        def work() -> tuple[KernelDetails, list[F.TableRows]]:  # the tables' rows too: no pandas on the GUI thread
+            d = kernel_details(trace, kernel_id, h)
+            return d, [F.table_rows(f) for f in (d.engines, d.instruction_mix, d.dma_queues)]
+
+        self._latest.submit(work, lambda ok, value: self._computed(a, kernel_id, ok, value))
 
     def _set_computing(self, on: bool) -> None:
         self.tabs.setEnabled(not on)
@@ -119,7 +123,8 @@ class QtKernelDetails(QWidget):
             self.roofline.clear()
             self.header.setText(html.escape(value))
             return
-        d = self.details = value
+        d, self._rows = value
+        self.details = d
         self.header.setText(_header(d, a.trace.span_ns[0]))
         self._unfilled = d
         if not self.visibleRegion().isEmpty():  # behind another tab: filled when shown (the plot alone costs ~25 ms)
@@ -129,9 +134,8 @@ class QtKernelDetails(QWidget):
         d, self._unfilled = self._unfilled, None
         if d is None:
             return
-        self.engines.set_frame(d.engines)
-        self.mix.set_frame(d.instruction_mix)
-        self.queues.set_frame(d.dma_queues)
+        for model, rows in zip((self.engines, self.mix, self.queues), self._rows):
+            model.set_frame(rows)
         # the plot (~25 ms at 28M events, pyqtgraph items made anew) in a pass of its own
         soon(lambda: d is self.details and self.roofline.show_roofline(d.roofline, str(d.kernel["name"])))
 
