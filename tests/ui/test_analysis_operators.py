@@ -234,3 +234,28 @@ def test_a_single_click_on_a_row_highlights_it_on_the_timeline_without_zooming(w
     click_row(view, row_of(model, "op:1"))
     click_row(view, row_of(model, "kernel:1"))  # a kernel row selects its event on the Kernels row
     assert tl.selected == EventRef("kernels", 1) and tl.area is None
+
+
+def test_an_event_far_down_a_big_kernel_selects_the_kernels_row_and_says_so(window, qtbot, monkeypatch):
+    """Qt lays out every tree row before the one shown (a 28k-row kernel: ~300 ms of the GUI
+    thread), so an event more than MAX_ROWS_BEFORE rows down its kernel is stood in for by the
+    kernel's row, with a note; one near the top is selected itself, and the note goes away."""
+    from explorer.ui import operators_view
+
+    monkeypatch.setattr(operators_view, "MAX_ROWS_BEFORE", 100)
+    p = ready(window, qtbot)
+    ops = p.operators
+    base = ops.status.text()
+    tl, canvas = window.timeline, window.timeline.canvas
+    index = window.loaded.index
+    ref = index.find_id(1003)  # TensorTensor #903 of softmax (kernel 1): hundreds of rows down it
+    s, e = index.interval(ref)
+    tl.zoom_to(s - 200, e + 200)
+    QTest.mouseClick(canvas, Qt.LeftButton, Qt.NoModifier, canvas.point_for(ref))
+    qtbot.waitUntil(lambda: ops.current_node() == "kernel:1", timeout=30_000)
+    assert ops.model.rowCount(ops.view.currentIndex()) <= CHUNK  # its rows were not all handed to the view
+    assert "instruction:1003: more than 100 rows down kernel:1" in ops.status.text()
+    near = EventRef("kernels", 0)
+    tl.zoom_to(0, 100_000)
+    QTest.mouseClick(canvas, Qt.LeftButton, Qt.NoModifier, canvas.point_for(near))
+    assert ops.current_node() == "kernel:0" and ops.status.text() == base
