@@ -2,12 +2,17 @@
 
     .venv/bin/python bench/real_captures.py [--figures summary,diff,window,frames,capture]
                                             [--captures 12M,28M,100M] [--repeat 3] [--recapture]
-                                            [--baseline-tree DIR]
+                                            [--baseline-tree DIR] [--anon-limit-gb 7]
 
 The captures are made by the bench itself with `trnx capture` and kept under bench/out/
 (gitignored) between runs; a capture is made again when its command changed or with
 --recapture. They need ~13 GB of disk; the 100M one ~1 minute and several GB of memory,
-so run one big bench at a time on a shared machine.
+so run one big bench at a time on a shared machine. Guard it with --anon-limit-gb (e.g. 7), not
+`prlimit --as`: the window maps the whole trace (8.4 GB of address space at 100M, reclaimable page
+cache), so an address-space cap makes the mapping fail; the limit counts anonymous memory
+(RssAnon of the bench and its children, polled every 0.2 s: bench/anon_watchdog.py) and kills
+them with one line when it is exceeded. With it, each command's sampled peak anonymous memory is
+reported beside its VmHWM peak (which counts the mapped trace pages it touched).
 
   12M      llama3.1-70b prefill seq 4096, instruction detail on core 0: 12.6M events, 21.5M flows
   12M-mx   the same in MXFP8: the other side of `trnx diff`
@@ -51,6 +56,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT / "bench"))
+from anon_watchdog import AnonWatchdog  # noqa: E402
 from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
 
 CAPTURES: dict[str, list[str]] = {
@@ -61,6 +67,7 @@ CAPTURES: dict[str, list[str]] = {
 }
 FIGURES = ("summary", "diff", "rules", "window", "frames", "capture")
 ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+WATCHDOG: AnonWatchdog | None = None  # set by --anon-limit-gb
 
 # runs `trnx ARGS` and reports the process's own peak RSS (VmHWM) on stderr at exit (wait4's
 # ru_maxrss would carry the bench's own high-water mark over through exec)
@@ -88,15 +95,19 @@ def run(args: list[str], *, python: bool = False, tree: Path = ROOT) -> dict:
     `tree`: the checkout whose code runs (the working directory comes first on `python -c`'s path)."""
     cmd = [sys.executable, *args] if python else [sys.executable, "-c", WITH_PEAK, *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if WATCHDOG is not None:
+        WATCHDOG.reset_peak()
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tree, env=ENV)
     wall = time.perf_counter() - t
+    anon = WATCHDOG.reset_peak() / 1024 if WATCHDOG is not None else None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed: {proc.stderr.strip()[-2000:]}")
     kb = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("PEAK_KB ")]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "peak_mib": int(kb[-1]) / 1024 if kb else None, "stdout": proc.stdout}
+    return {"wall_s": wall, "cpu_s": cpu, "peak_mib": int(kb[-1]) / 1024 if kb else None, "peak_anon_mib": anon,
+            "stdout": proc.stdout}
 
 
 def best(runs: list[dict]) -> dict:
@@ -259,7 +270,8 @@ def figure_window(paths: dict[str, Path], repeat: int) -> list[dict]:
             runs = []
             for _ in range(repeat if how == "reopen" else 1):
                 r = run(["view", str(p), "--smoke-test", "--timings"])
-                runs.append({**json.loads(r["stdout"].strip().splitlines()[-1]), "wall_s": r["wall_s"]})
+                runs.append({**json.loads(r["stdout"].strip().splitlines()[-1]), "wall_s": r["wall_s"],
+                             "peak_anon_mib": r["peak_anon_mib"], "load": os.getloadavg()[0]})
             opened[how] = min(runs, key=lambda o: o["first_frame_s"])
         summary = best([run(["summary", str(p), "--json"]) for _ in range(repeat)])
         size = disk_gib(p)
@@ -268,7 +280,9 @@ def figure_window(paths: dict[str, Path], repeat: int) -> list[dict]:
             print(f"window {name} ({size:.2f} GiB), {how}: first frame {o['first_frame_s']:.2f} s, analyses "
                   f"{o['analyses_s']:.2f} s ({o['analyses_s'] / summary['wall_s']:.2f}x trnx summary's "
                   f"{summary['wall_s']:.2f} s), peak {o['peak_rss_mb'] / 1024:.2f} GiB = "
-                  f"{o['peak_rss_mb'] / 1024 / size:.2f}x the trace", flush=True)
+                  f"{o['peak_rss_mb'] / 1024 / size:.2f}x the trace"
+                  + (f" (anonymous {o['peak_anon_mib'] / 1024:.2f} GiB, sampled)" if o.get("peak_anon_mib") else "")
+                  + f"; load {o['load']:.1f}", flush=True)
     return rows
 
 
@@ -278,11 +292,14 @@ def figure_frames(paths: dict[str, Path], repeat: int) -> list[dict]:
         return []
     r = run([__file__, "--frames", str(p), "--repeat", str(repeat)], python=True)
     got = json.loads(r["stdout"].strip().splitlines()[-1])
+    got["load"] = os.getloadavg()[0]
     for when in ("during", "after"):
         g = got[when]
         print(f"frames 100M, {when} the analyses: zoom walk median {g['median_ms']:.1f} ms, p95 {g['p95_ms']:.1f} ms "
               f"over {g['frames']} frames (GUI thread CPU p95 {g['cpu_p95_ms']:.1f} ms)", flush=True)
-    print(f"frames 100M: first frame {got['first_frame_s']:.2f} s, analyses done {got['analyses_s']:.1f} s", flush=True)
+    print(f"frames 100M: first frame {got['first_frame_s']:.2f} s, analyses done {got['analyses_s']:.1f} s"
+          + (f", peak anonymous {r['peak_anon_mib'] / 1024:.2f} GiB (sampled)" if r["peak_anon_mib"] else "")
+          + f"; load {got['load']:.1f}", flush=True)
     return [{"figure": "frames", "trace": "100M", **got}]
 
 
@@ -403,6 +420,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--recapture", action="store_true", help="capture again even when a cached capture matches")
     ap.add_argument("--baseline-tree", type=Path, help="capture with this checkout's code too, alternated (capture figure)")
+    ap.add_argument("--anon-limit-gb", type=float,
+                    help="kill the bench and its children if their anonymous memory exceeds this (GB)")
     ap.add_argument("--pandas-baseline", nargs="+", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--raw-write", nargs=2, type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--frames", type=Path, help=argparse.SUPPRESS)
@@ -416,6 +435,9 @@ def main() -> None:
         return frames(a.frames, a.repeat)
     if a.rules:
         return rules(a.rules)
+    global WATCHDOG
+    if a.anon_limit_gb:
+        WATCHDOG = AnonWatchdog(a.anon_limit_gb)
     figures = a.figures.split(",")
     names = [n for n in a.captures.split(",") if n]
     if "diff" in figures and "12M" in names and "12M-mx" not in names:
