@@ -55,9 +55,16 @@ def wait_for_analyses(window, timeout_s: float = 600.0) -> None:
 
 
 def save_screenshot(window, path: str | Path) -> Path:
-    """The whole window (panels included) as a PNG, written atomically."""
+    """The whole window (panels included) as a PNG, written atomically, once the layout requests
+    that the panels' last texts posted have run (a label given two lines just before the grab was
+    drawn in the one line it had: the README picture's Dependencies headline)."""
+    from PySide6.QtWidgets import QApplication
+
     from explorer.ui.analysis_export import save_png
 
+    for _ in range(3):
+        QApplication.sendPostedEvents()
+        QApplication.processEvents()
     window.timeline.render_frame()
     return save_png(window, path)
 
