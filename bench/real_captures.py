@@ -30,7 +30,8 @@ Figures (each command in a fresh process; wall time, CPU time of the process, pe
            saves it) and a reopen; beside `trnx summary T`'s time (analyses on screen within
            1.5x of it) and the trace's size on disk (peak RSS within 1.5x of it)
   frames   frame times of a zoom walk over the 100M capture (bench/frame_time.py's walk): once while
-           the analysis panels are being computed, then after
+           the analysis panels are being computed, then after (while the Statistics panel's
+           whole-trace query, started once the analyses are shown, runs), then once that is done
   capture  `trnx capture` of each capture: wall time, events/s, peak RSS against the trace's
            size; baseline: writing the same instructions, DMA and flows rows as raw Arrow IPC.
            With --baseline-tree DIR (another checkout, e.g. `git worktree add --detach DIR main`),
@@ -293,11 +294,13 @@ def figure_frames(paths: dict[str, Path], repeat: int) -> list[dict]:
     r = run([__file__, "--frames", str(p), "--repeat", str(repeat)], python=True)
     got = json.loads(r["stdout"].strip().splitlines()[-1])
     got["load"] = os.getloadavg()[0]
-    for when in ("during", "after"):
+    for when, what in (("during", "during the analyses"), ("after", "after the analyses (the Statistics query running)"),
+                       ("idle", "after the Statistics query too")):
         g = got[when]
-        print(f"frames 100M, {when} the analyses: zoom walk median {g['median_ms']:.1f} ms, p95 {g['p95_ms']:.1f} ms "
+        print(f"frames 100M, {what}: zoom walk median {g['median_ms']:.1f} ms, p95 {g['p95_ms']:.1f} ms "
               f"over {g['frames']} frames (GUI thread CPU p95 {g['cpu_p95_ms']:.1f} ms)", flush=True)
-    print(f"frames 100M: first frame {got['first_frame_s']:.2f} s, analyses done {got['analyses_s']:.1f} s"
+    print(f"frames 100M: first frame {got['first_frame_s']:.2f} s, analyses done {got['analyses_s']:.1f} s, "
+          f"Statistics query done {got['statistics_s']:.1f} s"
           + (f", peak anonymous {r['peak_anon_mib'] / 1024:.2f} GiB (sampled)" if r["peak_anon_mib"] else "")
           + f"; load {got['load']:.1f}", flush=True)
     return [{"figure": "frames", "trace": "100M", **got}]
@@ -351,7 +354,16 @@ def frames(path: Path, repeat: int) -> None:
         QApplication.processEvents()
         time.sleep(0.01)
     after = walk(repeat)
-    print(json.dumps({"during": during, "after": after, "first_frame_s": first, "analyses_s": done[0] - t}))
+    # the Statistics panel's whole-trace query starts once the analyses are shown, so it ran
+    # beside the walk above: walk again once it is done too (nothing computing but the frames)
+    stats = w.tools.statistics
+    while stats.busy:
+        QApplication.processEvents()
+        time.sleep(0.01)
+    stats_s = time.perf_counter() - t
+    idle = walk(repeat)
+    print(json.dumps({"during": during, "after": after, "idle": idle, "first_frame_s": first,
+                      "analyses_s": done[0] - t, "statistics_s": stats_s}))
     os._exit(0)
 
 
