@@ -36,7 +36,8 @@ SIZES = (1024, 8192, 65536, 524288)     # the nccom-test series (bytes gathered 
 @dataclass(frozen=True)
 class Resources:
     """What the preset cites: a link's bandwidth per direction, a rank's collective DMA, a chip's HBM,
-    the step latency, the torus and the ranks per chip."""
+    the step latency, the torus and the ranks per chip; and the sum of the shortest-route hop counts
+    from one chip to all the others, by the simulator's own routing (`Topology.pairs`)."""
 
     link_gbps: float
     rank_dma_gbps: float
@@ -44,6 +45,7 @@ class Resources:
     step_ns: float
     dims: tuple[int, int]
     per_chip: int
+    hop_sum: int
 
 
 def resources(hardware: str, ranks: int) -> Resources:
@@ -54,8 +56,9 @@ def resources(hardware: str, ranks: int) -> Resources:
         raise UserError(f"{hardware} with {ranks} ranks is not a whole 2-D torus: the Mesh and RDH checks need every "
                         "chip of a torus preset (trn1.32xlarge: 32 ranks, trn2.48xlarge: 64).")
     x = topo.tiers[0]
+    _, hops = topo.pairs(tuple(range(0, ranks, topo.per_chip)))  # one rank a chip: (chips, chips, tiers)
     return Resources(x.bandwidth_gbps / max(1, x.links), topo.rank_dma_gbps, topo.hbm_gbps, x.latency_ns,
-                     topo.dims, topo.per_chip)
+                     topo.dims, topo.per_chip, int(hops[0, :, :2].sum()))  # the X and Y tiers' hops
 
 
 def _ring_moves(a: int, b: int, n: int, tie: int) -> list[int]:
@@ -88,12 +91,6 @@ def busiest_link_chunks(dims: tuple[int, int], chunks_per_chip: int, split_ties:
     return max(load.values())
 
 
-def hop_sum(dims: tuple[int, int]) -> int:
-    """Sum of the shortest-route hop counts from one chip to all the others."""
-    dx, dy = dims
-    return sum(min(i, dx - i) for i in range(dx)) * dy + sum(min(j, dy - j) for j in range(dy)) * dx
-
-
 @dataclass(frozen=True)
 class MeshCosts:
     link_ns: tuple[float, float]      # busiest link direction, ties split / one way
@@ -122,7 +119,7 @@ def mesh(res: Resources, nbytes: int, ranks: int) -> MeshCosts:
     others = chips - 1
     link = tuple(busiest_link_chunks(res.dims, k, s) * c / res.link_gbps for s in (True, False))
     own = others * k * c / k                              # a rank writes its chip's k chunks to others / k chips
-    transit = (k * hop_sum(res.dims) - k * others) * c / k   # chunk-hops past the first, per rank
+    transit = (k * res.hop_sum - k * others) * c / k   # chunk-hops past the first, per rank
     step1 = chips * c * (k - 1)                           # what a rank received, to its k - 1 neighbours
     hbm = 4 * others * k * c                              # per chip: read and write in each step
     return MeshCosts((link[0], link[1]), own / res.rank_dma_gbps, (own + transit) / res.rank_dma_gbps,
@@ -145,7 +142,7 @@ def report(hardware: str = "trn1.32xlarge", ranks: int = 32, sizes: tuple[int, .
     res = resources(hardware, ranks)
     lines = [f"{hardware}, {ranks} ranks ({res.per_chip} a chip, {res.dims[0]}x{res.dims[1]} torus): link "
              f"{res.link_gbps:.1f} GB/s a direction, rank collective DMA {res.rank_dma_gbps:.1f} GB/s, HBM "
-             f"{res.hbm_gbps:.0f} GB/s, step {res.step_ns / 1e3:g} us; hop sum per chip {hop_sum(res.dims)}",
+             f"{res.hbm_gbps:.0f} GB/s, step {res.step_ns / 1e3:g} us; hop sum per chip {res.hop_sum}",
              f"{'bytes':>8} {'links':>13} {'DMA s0':>6} {'+relay':>6} {'DMA s1':>6} {'HBM':>5} "
              f"{'Mesh':>13} {'RDH':>6}  (us)"]
     for s in sizes:
