@@ -20,6 +20,8 @@ import threading
 import time
 from pathlib import Path
 
+from process_memory import status_kib  # (bench/ is on sys.path)
+
 
 def _children(pid: int) -> list[int]:
     out: list[int] = []
@@ -43,13 +45,7 @@ def descendants(pid: int) -> list[int]:
 
 def rss_anon_kib(pid: int) -> int:
     """The process's anonymous resident memory in KiB (0 if it is gone)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return status_kib("RssAnon", pid)
 
 
 class AnonWatchdog:

@@ -5,13 +5,21 @@ from __future__ import annotations
 import resource
 
 
+def status_kib(field: str, pid: int | str = "self") -> int:
+    """A memory field of /proc/PID/status in KiB (`VmRSS`, `RssAnon`, ...); 0 if the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(f"{field}:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def rss_mib() -> float:
     """Resident set size now (VmRSS), including touched pages of memory-mapped traces."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return status_kib("VmRSS") / 1024
 
 
 def peak_mib() -> float:
