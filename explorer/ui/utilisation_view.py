@@ -3,7 +3,8 @@
 Following the view, the curves and totals are computed on a worker of their own
 (`Latest`: only the newest range counts) and only drawn on the GUI thread: at 28M events
 that computation took 10-15 ms of the GUI thread's CPU after every zoom or jump, on top
-of the timeline's own repaint.
+of the timeline's own repaint. A computation that fails leaves the curves of the last
+range that worked and says so in one line above them, until the next one succeeds.
 """
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor, QIcon, QPixmap
 from PySide6.QtWidgets import (
-    QAbstractItemView, QHBoxLayout, QHeaderView, QTableWidget, QTableWidgetItem, QWidget,
+    QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from explorer.model.timeline.utilisation import Utilisation, UtilisationSeries
 from explorer.ui.worker import Latest, Worker
 
-_worker = Worker("trnx-view", "follow the visible range")
+_worker = Worker("trnx-view", "compute the utilisation of the visible range")
 N_BINS = 120
 # one hue per engine, far apart (TensorMatrix and the DMA queues used to be two oranges)
 ENGINE_COLOURS = {"Tensor": "#4e9be6", "TensorMatrix": "#f28e2b", "Vector": "#59a14f", "Scalar": "#e15759",
@@ -64,10 +65,18 @@ class QtUtilisation(QWidget):
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         self.table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.table.setMaximumWidth(260)
-        lay = QHBoxLayout(self)
-        lay.setContentsMargins(2, 2, 2, 2)
+        self.error = QLabel("", objectName="utilisation-error", wordWrap=True)
+        self.error.setStyleSheet("color: #e15759;")
+        self.error.hide()
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(2, 2, 2, 2)
+        outer.setSpacing(2)
+        outer.addWidget(self.error)
+        lay = QHBoxLayout()
+        lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.table)
+        outer.addLayout(lay, 1)
         self.curves: dict[str, pg.PlotDataItem] = {}
         self.colours: dict[str, str] = {}
         self.totals: dict[str, float] = {}
@@ -81,6 +90,7 @@ class QtUtilisation(QWidget):
         self.origin = origin
         self.plot.clear()
         self.curves = {}
+        self._set_error("")
         if model is None:
             self.table.setRowCount(0)
             return
@@ -109,7 +119,18 @@ class QtUtilisation(QWidget):
         if model is None:
             return
         self._latest.submit(lambda: self._compute(model, t0, t1),
-                            lambda ok, value: ok and model is self.model and self._show((t0, t1), value))
+                            lambda ok, value: model is self.model and self._done((t0, t1), ok, value))
+
+    def _done(self, rng: tuple[float, float], ok: bool, value) -> None:
+        if not ok:  # `value` is the worker's one sentence; the curves keep the last range that worked
+            self._set_error(f"Still showing the previous range: {value}")
+            return
+        self._set_error("")
+        self._show(rng, value)
+
+    def _set_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.setVisible(bool(message))
 
     def _show(self, rng: tuple[float, float], value: tuple[UtilisationSeries, dict[str, float]]) -> None:
         series, totals = value

@@ -412,3 +412,33 @@ def test_utilisation_follows_a_zoom_by_itself(window, qtbot):
     rows = {table.item(i, 0).text(): table.item(i, 1).text() for i in range(table.rowCount())}
     assert rows == {name: f"{pct:.1f}%" for name, pct in window.utilisation.totals.items()}
     assert window.utilisation.totals == window.utilisation.model.totals(lo + 60_000, lo + 72_000)
+
+
+def test_a_failed_utilisation_refresh_says_so_until_the_next_one_works(window, qtbot, monkeypatch):
+    """A range whose utilisation cannot be computed keeps the old curves and tells the user in one
+    sentence (no traceback); the next range that works clears it, and the window stays up."""
+    tl, panel = window.timeline, window.utilisation
+    tl.viewport.fit()
+    panel.refresh()
+    whole = dict(panel.totals)
+    assert panel.error.isHidden()
+    model = panel.model
+
+    def unreadable(*args, **kwargs):
+        raise OSError(5, "Input/output error", "/traces/gone.trnx/events.parquet")
+
+    monkeypatch.setattr(model, "series", unreadable)
+    tl.setFocus()
+    QTest.keyClick(tl, Qt.Key_W)
+    qtbot.waitUntil(lambda: not panel.error.isHidden(), timeout=5000)
+    text = panel.error.text()
+    assert text == ("Still showing the previous range: cannot access /traces/gone.trnx/events.parquet: "
+                    "Input/output error.")
+    assert "Traceback" not in text and "\n" not in text
+    assert panel.totals == whole  # the last range that worked stays on screen
+    monkeypatch.undo()
+    QTest.keyClick(tl, Qt.Key_W)
+    qtbot.waitUntil(lambda: panel.error.isHidden(), timeout=5000)
+    assert panel.error.text() == ""
+    assert panel.totals != whole
+    assert window.isVisible()
