@@ -33,6 +33,7 @@ from explorer.ui.kernel_details_view import QtKernelDetails
 from explorer.ui.operators_view import QtOperators
 from explorer.ui.path_overlay import QtPathOverlay
 from explorer.ui.recommendations_view import QtRecommendations
+from explorer.ui.state_links import connect_while_alive
 from explorer.ui.summary_panel import QtSummary
 from simcore.errors import UserError
 
@@ -112,10 +113,10 @@ class AnalysisPanels(QObject):
         s.busy_changed.connect(self.summary.set_busy)
         s.busy_changed.connect(self.recommendations.set_busy)
         s.busy_changed.connect(lambda busy: busy and self.operators.status.setText("analysing the trace\u2026"))
-        view.node_changed.connect(self._show_node)
-        view.viewport.changed.connect(self.summary.set_range)
-        view.area_changed.connect(self.summary.show_area)
-        view.selection_changed.connect(self._event_selected)
+        connect_while_alive(view.node_changed, self._show_node)
+        connect_while_alive(view.viewport.changed, self.summary.set_range)
+        connect_while_alive(view.area_changed, self.summary.show_area)
+        connect_while_alive(view.selection_changed, self._event_selected)
         self.operators.node_selected.connect(lambda node: self._guard(s.highlight_node, node))
         self.operators.node_activated.connect(lambda node: self._guard(s.go_to_node, node))
         self.dependencies.jump.connect(lambda node: self._guard(s.go_to_node, node))

@@ -28,6 +28,7 @@ from explorer.model.analysis.summary import Summary
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import run_in_background
 from explorer.ui.loader import LoadedTrace, TraceLoader
+from explorer.ui.state_links import connect_while_alive
 from explorer.model.timeline.view_state import ViewState
 from explorer.ui.timeline import TimelineWidget
 
@@ -224,8 +225,8 @@ class QtCompare(QMainWindow):
         self.setCentralWidget(central)
 
         # bound methods: the view states hold them weakly, so closing the window frees it
-        self.side_a.view.viewport.changed.connect(self._follow_a)
-        self.side_b.view.viewport.changed.connect(self._follow_b)
+        connect_while_alive(self.side_a.view.viewport.changed, self._follow_a)
+        connect_while_alive(self.side_b.view.viewport.changed, self._follow_b)
 
         self.loader = TraceLoader(self.b_path, self.side_a.view.colour_mode, self)
         self.loader.loaded.connect(self._loaded)

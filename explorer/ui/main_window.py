@@ -36,6 +36,7 @@ from explorer.ui.loader import LoadedTrace, TraceLoader
 from explorer.ui.recent import RecentFiles
 from explorer.ui.search_bar import QtSearchBar
 from explorer.ui.selection_view import QtSelectionSummary
+from explorer.ui.state_links import connect_while_alive
 from explorer.ui.timeline import TimelineWidget
 from explorer.ui.utilisation_view import QtUtilisation
 from explorer.ui.window_extras import install as install_window_extras
@@ -93,14 +94,13 @@ class MainWindow(QMainWindow):
         self._build_menus()
 
         tl, view = self.timeline, self.view
-        view.selection_changed.connect(self.details.show_event)
-        view.dependencies_changed.connect(self._show_dependencies)
-        view.selection_changed.connect(self._raise_details)
-        view.area_changed.connect(self._area_changed)
-        view.viewport.changed.connect(self.utilisation.set_range)
-        view.viewport.changed.connect(self.collective_waits.set_range)
-        view.viewport.changed.connect(self._show_range)
-        view.colour_mode_changed.connect(self._show_legend)
+        for signal, slot in ((view.selection_changed, self.details.show_event),
+                             (view.dependencies_changed, self._show_dependencies),
+                             (view.selection_changed, self._raise_details), (view.area_changed, self._area_changed),
+                             (view.viewport.changed, self.utilisation.set_range),
+                             (view.viewport.changed, self.collective_waits.set_range),
+                             (view.viewport.changed, self._show_range), (view.colour_mode_changed, self._show_legend)):
+            connect_while_alive(signal, slot)
         self.details.jump_requested.connect(self.highlight)
         self.collective_waits.jump_requested.connect(self.highlight)
         self.search.hit_selected.connect(self.highlight)

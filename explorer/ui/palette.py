@@ -5,8 +5,11 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+from PySide6.QtCore import QObject
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
+
+from explorer.ui.state_links import connect_while_alive
 
 BACKGROUND = QColor("#1b1d23")
 ROW_ALT = QColor("#20232a")
@@ -80,12 +83,13 @@ class CategoryColours:
     """The QColors of the view's colour categories (and their RGB array for numpy blending),
     kept in step with the view state's colour mode and trace."""
 
-    def __init__(self, state) -> None:  # state: explorer.model.timeline.view_state.ViewState
+    def __init__(self, state, owner: QObject) -> None:  # state: explorer.model.timeline.view_state.ViewState
+        """`owner`: the widget whose lifetime these colours follow (connected until it is destroyed)."""
         self.state = state
         self.colours: list[QColor] = []
         self.rgb = rgb_array([])
-        state.index_changed.connect(self.refresh)
-        state.colour_mode_changed.connect(self.refresh)
+        connect_while_alive(state.index_changed, self.refresh, owner)
+        connect_while_alive(state.colour_mode_changed, self.refresh, owner)
         self.refresh()
 
     def refresh(self) -> None:

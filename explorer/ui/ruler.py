@@ -11,6 +11,7 @@ from explorer.model.units import format_ns
 from explorer.model.timeline.view_state import ViewState
 from explorer.ui import palette as P
 from explorer.ui.canvas_layers import GUTTER
+from explorer.ui.state_links import connect_while_alive
 from explorer.ui.track_canvas import DRAG_PX, TrackCanvas
 
 
@@ -30,7 +31,7 @@ class TimeRuler(QWidget):
         f.setPointSizeF(8.5)
         self.setFont(f)
         for signal in (state.viewport.changed, state.index_changed, state.area_changed, state.area_preview):
-            signal.connect(self._repaint)
+            connect_while_alive(signal, self._repaint)
 
     def _repaint(self, *_args) -> None:
         self.update()

@@ -28,6 +28,7 @@ from explorer.model.timeline.view_state import ViewState, Viewport
 from explorer.ui import palette as P
 from explorer.ui.ruler import TimeRuler
 from explorer.ui.selection_worker import latest
+from explorer.ui.state_links import connect_while_alive
 from explorer.ui.track_canvas import TrackCanvas
 
 ZOOM_STEP = 0.8  # W: width x 0.8; S: width / 0.8
@@ -85,7 +86,7 @@ class TimelineWidget(QWidget):
         self.setObjectName("timeline")
         self.setFocusPolicy(Qt.StrongFocus)
         self.state = state or ViewState()
-        self.colours = P.CategoryColours(self.state)
+        self.colours = P.CategoryColours(self.state, self)
         self.last_frame_ms = 0.0
 
         self.canvas = TrackCanvas(self.state, self.colours, self, counters=False)
@@ -106,8 +107,8 @@ class TimelineWidget(QWidget):
         lay.addWidget(self.splitter, 1)
         self.setFocusProxy(self.canvas)
         self._deps = latest()
-        self.state.selection_changed.connect(self._find_dependencies)
-        self.state.dependencies_changed.connect(self._dependencies_found)
+        connect_while_alive(self.state.selection_changed, self._find_dependencies)
+        connect_while_alive(self.state.dependencies_changed, self._dependencies_found)
 
     # -- the view state, read through the widget (tests and scripts) -------------------
     @property

@@ -24,6 +24,7 @@ from explorer.model.timeline.trace_index import EventRef
 from explorer.model.units import format_ns
 from explorer.model.timeline.view_state import ViewState
 from explorer.ui import palette as P
+from explorer.ui.state_links import connect_while_alive
 from explorer.ui.canvas_layers import (
     COUNTER_H, GROUP_H, GUTTER, PIN_W, ROW_H, Frame, Layer, RowGeom, default_layers,
 )
@@ -70,7 +71,7 @@ class TrackCanvas(QWidget):
         self.setMinimumHeight(40)
         for signal in (state.viewport.changed, state.selection_changed, state.area_changed, state.area_preview,
                        state.hover_changed, state.colour_mode_changed):
-            signal.connect(self._repaint)
+            connect_while_alive(signal, self._repaint)
 
     def _repaint(self, *_args) -> None:
         self.update()

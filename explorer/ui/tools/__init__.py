@@ -16,6 +16,7 @@ from simcore.errors import UserError
 
 from explorer.model.timeline.trace_index import EventRef
 from explorer.ui.canvas_layers import OverlayLayer
+from explorer.ui.state_links import connect_while_alive
 from explorer.ui.tools.annotations_view import AnnotationsLayer, QtAnnotations
 from explorer.ui.tools.collective_chart import QtCollectiveChart
 from explorer.ui.tools.icicle_view import QtIcicle
@@ -67,7 +68,7 @@ class Tools:
         self.memory = QtMemoryView()
         window.add_panel("Memory", self.memory, Qt.BottomDockWidgetArea)
         self.memory.kernel_requested.connect(self._go_to_kernel)
-        window.view.viewport.changed.connect(self.memory.set_window)
+        connect_while_alive(window.view.viewport.changed, self.memory.set_window)
         self.mark = QShortcut(QKeySequence("M"), window, self.mark_here)
         self.mark.setObjectName("shortcut-marker")
         self.mark.setEnabled(False)  # a marker belongs to a trace: with none open, M is an ordinary key
@@ -88,7 +89,7 @@ class Tools:
 
         window.trace_loaded.connect(self._trace_shown)
         window.trace_closed.connect(self._trace_closed)
-        window.view.area_changed.connect(self.statistics.show_area)
+        connect_while_alive(window.view.area_changed, self.statistics.show_area)
         session = getattr(getattr(window, "analysis", None), "session", None)
         if session is not None:  # the statistics of a new trace wait for its analyses (installed before the tools)
             session.busy_changed.connect(self.statistics.hold)

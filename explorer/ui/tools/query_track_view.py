@@ -18,6 +18,7 @@ from explorer.model.timeline.view_state import ViewState
 from explorer.model.units import format_ns
 from explorer.ui import palette as P
 from explorer.ui.canvas_layers import GUTTER
+from explorer.ui.state_links import connect_while_alive
 
 ROW_H = 18
 MAX_RECTS = 4000  # more visible intervals than this: drawn as per-pixel coverage
@@ -38,7 +39,7 @@ class QtQueryTracks(QWidget):
         self.tracks: list[QueryTrack] = []
         self.setMouseTracking(True)
         self.setVisible(False)
-        state.viewport.changed.connect(self._repaint)
+        connect_while_alive(state.viewport.changed, self._repaint)
 
     def _repaint(self, *_: object) -> None:
         self.update()
