@@ -8,8 +8,8 @@ import shutil
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor, QCursor
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QToolTip, QWidget
 
@@ -40,6 +40,28 @@ def open_memory(qtbot, path):
     mem = w.findChild(QWidget, "memory-view")
     qtbot.waitUntil(lambda: mem.data is not None, timeout=20_000)
     return w, mem
+
+
+def hover_until(qtbot, mem, row: int, wanted: str) -> str:
+    """Point at an allocation as a user does, until its tooltip says `wanted`; returns the tooltip's text.
+
+    The real pointer goes there too (on X11 QCursor.setPos moves it): a tooltip hides on any Leave or focus
+    event in the application, which a pointer left elsewhere by an earlier test can cause when the tip's
+    window appears under it. Each retry moves one pixel, still inside the allocation, as a hand would."""
+    moves = [0]
+
+    def shown() -> bool:
+        if QToolTip.isVisible() and wanted in QToolTip.text():
+            return True
+        pos = mem.point_of(row) + QPoint(moves[0] % 2, 0)
+        moves[0] += 1
+        QCursor.setPos(mem.canvas.mapToGlobal(pos))
+        QTest.mouseMove(mem.canvas, pos)
+        return False
+
+    qtbot.waitUntil(shown, timeout=10_000)
+    assert wanted in mem.canvas.tip  # what the canvas answers for that point is what the tooltip shows
+    return QToolTip.text()
 
 
 def test_model_raster_is_the_bytes_each_partition_holds(decode):
@@ -78,9 +100,7 @@ def test_lanes_follow_the_timeline_hover_names_the_owner_click_selects_the_kerne
     pos = mem.point_of(row)
     image = mem.canvas.grab().toImage()
     assert QColor(image.pixel(pos)) != P.ROW_ALT  # drawn: the lane's empty colour blended towards the kind's
-    QTest.mouseMove(mem.canvas, pos)
-    qtbot.waitUntil(lambda: QToolTip.isVisible() and "kv cache" in QToolTip.text(), timeout=5_000)
-    tip = QToolTip.text()
+    tip = hover_until(qtbot, mem, row, "kv cache")
     assert a.tensor.iloc[row] in tip and f"flash_decode (kernel {kid})" in tip and "of SBUF: partitions 0-127" in tip
     w.view.select(None)
     QTest.mouseClick(mem.canvas, Qt.LeftButton, pos=pos)
@@ -90,9 +110,7 @@ def test_lanes_follow_the_timeline_hover_names_the_owner_click_selects_the_kerne
     # the address view and PSUM: the same buffer at its address; PSUM lanes of the same core
     mem.axis.setCurrentText("Address")
     qtbot.waitUntil(lambda: mem.drawn is not None and mem.drawn[2] == "address", timeout=20_000)
-    QTest.mouseMove(mem.canvas, mem.point_of(row))
-    qtbot.waitUntil(lambda: QToolTip.isVisible() and f"at byte {int(a.address.iloc[row]):,}" in QToolTip.text(),
-                    timeout=5_000)
+    hover_until(qtbot, mem, row, f"at byte {int(a.address.iloc[row]):,}")
     # a theme switch redraws the lanes in the new theme's colours (their empty pixels are its row colour)
     w.extras.set_theme("light", save=False)
 
