@@ -402,14 +402,18 @@ class Trace:
         times and counts across tables and meta.json (simcore.trace.semantics); raises
         TraceFormatError. `rows_checked`: tables whose every row already passed `check_rows_of`
         as they were written (a capture checks its big tables batch by batch while they are in
-        memory), so only their schema is checked here."""
+        memory), so only their schema is checked here, and their files are not kept mapped."""
         if self.verify_on_read:
             self.verify_checksums()
         for name, spec in S.TABLES.items():
             for _, f, rows in _table_parts(self.path, self.meta, name):
+                mapped = f in self._files
                 table = self._file(f, spec, rows)
                 if name not in rows_checked:
                     V.check_data(f, spec, table)
+                elif not mapped:  # nothing below reads it: let its mapping go, so the trace's big files are
+                    del self._files[f]  # not all mapped at once (a capture's address space under a limit)
+                del table  # (before the next file is mapped)
         semantics.check_trace(self.path, self.meta, self.table, rows_checked=rows_checked)
 
     @cached_property

@@ -244,9 +244,9 @@ def check_trace(path: Path, meta: dict[str, Any], table: Any, rows_checked: tupl
             check_rows(path, name, table(name), n_tracks, hardware)
 
 
-ROWS_CHECKED_ALONE = ("instructions", "dma")
+ROWS_CHECKED_ALONE = ("instructions", "dma", "flows")
 """Tables whose rows `check_rows_of` can check one batch at a time: their checks need neither
-meta.json's hardware nor another table but the number of tracks."""
+meta.json's hardware nor another table but the number of tracks (flows not even that)."""
 
 
 def check_rows_of(path: Path, name: str, batch: pa.Table, n_tracks: int) -> None:

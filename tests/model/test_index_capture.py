@@ -147,3 +147,37 @@ def test_a_validated_index_spares_rereading_the_codes_until_a_file_changes(tmp_p
     with pytest.raises(TraceFormatError, match="instructions.arrow (is damaged|cannot be read: dictionary code out of range)"):
         load(path)  # the stamp no longer matches: validated again, and refused
 
+
+
+def test_saving_a_recorded_index_never_maps_the_big_tables_together(tmp_path, monkeypatch):
+    """A capture validates its trace at save under the process's address-space limit: the big
+    tables, whose rows were checked as written (flows too), are each mapped alone for their schema
+    and let go, and the vocabularies come from the batches written, not from mapping the files."""
+    import simcore.trace.reader as reader
+
+    path = tmp_path / "t.trnx"
+    rec = IndexRecorder()
+    _write(path, _overlapping_tables(), {"instructions": [500], "dma": [6]}, rec)
+    assert rec.checked_rows["flows"] == open_trace(path, validate=False).row_count("flows") > 0
+    big = {"instructions", "dma", "flows"}
+    together = []
+    real = reader._read_file
+
+    def read(file, *args, **kwargs):
+        table = real(file, *args, **kwargs)
+        live = {f.stem for t in Trace._live for f, v in t._files.items()} | {file.stem}
+        together.append(live & big)
+        return table
+
+    monkeypatch.setattr(reader, "_read_file", read)
+    monkeypatch.setattr(Trace, "_live", [], raising=False)
+    real_init = Trace.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        Trace._live.append(self)
+
+    monkeypatch.setattr(Trace, "__init__", init)
+    assert rec.save(path)
+    assert index_cache.load(open_trace(path, validate=False)).info["validated"] is True
+    assert together and max(len(s) for s in together) == 1, together
