@@ -73,6 +73,7 @@ class Stall:
         self._gui = threading.get_ident()
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
+        self._names: dict[int, str] = {}
 
     def _tick(self) -> None:
         now, cpu = time.perf_counter(), time.thread_time()
@@ -81,24 +82,27 @@ class Stall:
         self.last, self.last_cpu = now, cpu
 
     def _sample(self) -> None:
-        names = {}
         while not self._stop.wait(0.002):
             if time.perf_counter() - self.last > self.late:
-                frames = sys._current_frames()
-                frame = frames.pop(self._gui, None)
-                if frame is not None:
-                    self.stacks[_where(frame)] += 1
-                    self.inclusive.update(_functions(frame))
-                if not self.workers:
-                    continue
-                if len(names) != threading.active_count():
-                    names = {t.ident: t.name for t in threading.enumerate()}
-                for ident, f in frames.items():  # what the other threads were doing meanwhile (holding the GIL?)
-                    name = names.get(ident, "?")
-                    if ident != threading.get_ident() and name.startswith(("trnx-", "TraceLoader")):
-                        where = _where(f)
-                        if "_worker" not in where and "wait" not in where.split(" < ")[0]:
-                            self.others[f"{name}: {where}"] += 1
+                self._take(sys._current_frames())  # (its frames die with the call: see _take)
+
+    def _take(self, frames: dict) -> None:
+        """Count one sample. No frame may outlive it: a frame kept keeps its locals alive, among them
+        a Qt event that Qt then deletes, and its stale wrapper confuses PySide (see `_live`)."""
+        frame = frames.pop(self._gui, None)
+        if frame is not None:
+            self.stacks[_where(frame)] += 1
+            self.inclusive.update(_functions(frame))
+        if not self.workers:
+            return
+        if len(self._names) != threading.active_count():
+            self._names = {t.ident: t.name for t in threading.enumerate()}
+        for ident, f in frames.items():  # what the other threads were doing meanwhile (holding the GIL?)
+            name = self._names.get(ident, "?")
+            if ident != threading.get_ident() and name.startswith(("trnx-", "TraceLoader")):
+                where = _where(f)
+                if "_worker" not in where and "wait" not in where.split(" < ")[0]:
+                    self.others[f"{name}: {where}"] += 1
 
     def __enter__(self) -> Stall:
         self.last, self.last_cpu, self.worst, self.worst_cpu = time.perf_counter(), time.thread_time(), 0.0, 0.0
@@ -139,6 +143,7 @@ def timed_app():
     `app.slow` counts, per "Receiver(objectName) EventType", the exclusive time (ms) of
     deliveries over 5 ms while `app.recording`; call before anything creates the app.
     """
+    from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication
 
     class TimedApp(QApplication):
@@ -149,6 +154,7 @@ def timed_app():
             self._nested = [0.0]
 
         def notify(self, receiver, event) -> bool:  # noqa: N802
+            receiver, event = _live(receiver, QObject), _live(event, QEvent)
             if not self.recording or threading.get_ident() != _GUI[0]:
                 return super().notify(receiver, event)
             self._nested.append(0.0)
@@ -182,3 +188,21 @@ def timed_app():
 
 
 _GUI = [0]
+
+
+def _live(obj, cls):
+    """`obj` as a valid wrapper of `cls`: an argument of a Python `notify` can arrive as a stale one.
+
+    shiboken keeps the wrapper of a C++ object Qt has deleted (an event) for as long as Python
+    still refers to it (a sampled frame, a traceback, a library keeping events) and finds it by
+    address: a new object Qt makes at that address then reaches Python as that wrapper, a receiver
+    typed QEvent, which `QApplication.notify` refused with a TypeError (PySide6 6.12) and the event
+    was never delivered. Such a wrapper is invalidated (its C++ object is gone) and the address
+    wrapped afresh."""
+    if isinstance(obj, cls):
+        return obj
+    import shiboken6
+
+    address = shiboken6.getCppPointer(obj)[0]
+    shiboken6.invalidate(obj)
+    return shiboken6.wrapInstance(address, cls)

@@ -11,7 +11,7 @@ gap between ticks of a 5 ms QTimer on the GUI thread meanwhile (what a user feel
 frozen window), with `gui_cpu_ms`, the GUI thread's own CPU time during that gap (near the gap:
 the GUI thread was working; near zero: it waited for the GIL or for a core). `--profile`
 also prints, per tool, where the GUI thread was while the heartbeat was late
-(`bench/gui_stall.py`). The idle noise floor is measured once every thread is idle. The baseline, measured in the same run, is the same work done inline on
+(`bench/gui_stall.py`); `--profile-qt`, which Qt event deliveries took longest. The idle noise floor is measured once every thread is idle. The baseline, measured in the same run, is the same work done inline on
 the GUI thread (`inline_s`): the stall there would have been. Annotations are written
 to a temporary copy's file, never to TRACE (its tables are hard-linked, not copied).
 """
@@ -101,8 +101,8 @@ def main() -> None:
     ap.add_argument("--kernel-id", type=int, default=None, help="the kernel a deep link goes to (default: the longest)")
     ap.add_argument("--profile", action="store_true", help="print where the GUI thread was during each tool's stalls")
     ap.add_argument("--profile-qt", action="store_true",
-                    help="also time Qt's event deliveries (a Python QApplication.notify: slows every event, and "
-                         "PySide sometimes fails to deliver through it; for finding C++ work only)")
+                    help="also time Qt's event deliveries and print, per tool, the receivers whose events took "
+                         "longest (a Python QApplication.notify: slows every event; for finding C++ work only)")
     ap.add_argument("--switch-interval", type=float, default=None,
                     help="override sys.setswitchinterval (s) after the window is made, to compare")
     ap.add_argument("--no-pandas", action="store_true", help="skip the pandas baseline of the query (~3 GB at 28M events)")
@@ -161,7 +161,8 @@ def main() -> None:
             print("    inclusive: " + ", ".join(f"{where} {2 * n}" for n, where in s.top_inclusive()), flush=True)
             for n, where in s.top_others():
                 print(f"    {2 * n:5d} ms  (meanwhile) {where}", flush=True)
-            for who, ms in getattr(app, "slow", {}) and app.slow.most_common(5):
+        if args.profile_qt:  # (on its own too: it names the C++ work the stack sampler cannot see)
+            for who, ms in app.slow.most_common(5):
                 print(f"    {ms:5.0f} ms  (Qt event, exclusive) {who}", flush=True)
 
     def measure(name: str, start, done, inline) -> None:
