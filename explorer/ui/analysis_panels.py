@@ -162,7 +162,7 @@ class AnalysisPanels(QObject):
         if a is None:
             return
         try:
-            self.operators.select_node_soon(node)
+            self.operators.follow(node)  # in a later pass: the jump's repaint first
             kernel = a.kernel_of_node(node)
             self.kernel_details.show_kernel(kernel)
             self.dependencies.show_node(node)

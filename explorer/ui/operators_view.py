@@ -30,6 +30,7 @@ from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from explorer.ui import roles as R
 from explorer.ui.operator_columns import OperatorColumns, significant
 from explorer.ui.selection_worker import latest
+from explorer.ui.worker import after_repaint
 from simcore.errors import UserError
 
 CHUNK = 500  # children handed to the view per fetchMore
@@ -51,6 +52,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 COLUMN_KEYS = tuple(k for k, _ in COLUMNS)
 TEXT_COLUMNS = {"name", "level", "bound", "dtype", "where"}
 PERCENT_COLUMNS = {"mfu_percent", "mfu_bf16_percent", "mbu_percent", "roofline_percent"}
+_ALIGNMENTS = tuple(R.ALIGN_LEFT if k in TEXT_COLUMNS else R.ALIGN_RIGHT for k in COLUMN_KEYS)
+_ROLES = frozenset((R.DISPLAY, R.USER, R.ALIGNMENT, R.FOREGROUND, R.TOOLTIP))  # the roles the tree answers
 # per theme: the dark theme's pastel text is unreadable on white, the light theme's dark on black
 _BOUND_COLOURS = {
     "dark": {"compute": "#61afef", "hbm": "#e5c07b", "dma_latency": "#e06c75", "collective": "#c678dd",
@@ -124,7 +127,7 @@ def format_cell(key: str, row, origin: int) -> str:
 class _Node:
     """One tree row. Its cells are read from its parent's child table (`cols`), not copied."""
 
-    __slots__ = ("key", "parent", "row", "has_children", "frame", "cols", "positions", "children", "alive")
+    __slots__ = ("key", "parent", "row", "has_children", "frame", "cols", "positions", "children", "alive", "texts")
 
     def __init__(self, key: str, parent: _Node | None, row: int, has_children: bool) -> None:
         self.key = key
@@ -136,6 +139,7 @@ class _Node:
         self.positions: dict[str, int] | None = None  # child key -> row in frame
         self.children: list[_Node] = []
         self.alive = True
+        self.texts: list[str | None] | None = None  # its cells' text, formatted when first painted
 
     def get(self, column: str, default: Any = None) -> Any:
         p = self.parent
@@ -339,33 +343,41 @@ class OperatorTreeModel(QAbstractItemModel):
             self._materialize(self.node(parent), CHUNK)
 
     def data(self, index: QModelIndex, role: int = R.DISPLAY) -> Any:
-        if not index.isValid():
+        # a repaint asks ~7 roles of every visible cell (~1,400 calls): the roles the tree never
+        # sets return first, and a cell's text is formatted once per node, not on every repaint
+        if role not in _ROLES or not index.isValid():
             return None
         n: _Node = index.internalPointer()
-        key = COLUMN_KEYS[index.column()]
-        row = n
+        col = index.column()
         if role == R.DISPLAY:
-            return format_cell(key, row, self.origin)
+            texts = n.texts
+            if texts is None:
+                texts = n.texts = [None] * len(COLUMNS)
+            text = texts[col]
+            if text is None:
+                text = texts[col] = format_cell(COLUMN_KEYS[col], n, self.origin)
+            return text
+        if role == R.ALIGNMENT:
+            return _ALIGNMENTS[col]
+        key = COLUMN_KEYS[col]
+        row = n
         if role == R.USER:
             return n.key
-        if role == R.ALIGNMENT:
-            return R.ALIGN_LEFT if key in TEXT_COLUMNS else R.ALIGN_RIGHT
         if role == R.FOREGROUND:
             if key == "bound":
                 return BOUND_COLOURS.get(row.get("bound"))
             if key == "name":
                 return LEVEL_COLOURS.get(row.get("level"))
             return None
-        if role == R.TOOLTIP:
-            if key == "name":
-                where = format_cell("where", row, self.origin)
-                dtype = row.get("dtype")
-                return (f"{row['name']} ({row['level']}, {row['kind']}) {n.key}" + (f" on chip.core {where}" if where else "")
-                        + (f", {dtype}" if isinstance(dtype, str) and dtype else "")
-                        + f"\n{format_ns(row['start_ns'] - self.origin)} \u2013 {format_ns(row['end_ns'] - self.origin)}"
-                        "\ndouble-click: zoom the timeline to it")
-            return COLUMN_DOCS.get(key if key != "where" else "core")
-        return None
+        # R.TOOLTIP
+        if key == "name":
+            where = format_cell("where", row, self.origin)
+            dtype = row.get("dtype")
+            return (f"{row['name']} ({row['level']}, {row['kind']}) {n.key}" + (f" on chip.core {where}" if where else "")
+                    + (f", {dtype}" if isinstance(dtype, str) and dtype else "")
+                    + f"\n{format_ns(row['start_ns'] - self.origin)} \u2013 {format_ns(row['end_ns'] - self.origin)}"
+                    "\ndouble-click: zoom the timeline to it")
+        return COLUMN_DOCS.get(key if key != "where" else "core")
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = R.DISPLAY) -> Any:  # noqa: N802
         if orientation != R.HORIZONTAL or not 0 <= section < len(COLUMNS):
@@ -520,6 +532,7 @@ class QtOperators(QWidget):
         self.view.selectionModel().currentRowChanged.connect(self._current_changed)
         self._rows = latest()  # a kernel's rows, read on the selection's worker
         self._wanted: str | None = None
+        self._following: str | None = None  # the node a queued `follow` step will select
         self._filter_timer = QTimer(self, singleShot=True, interval=200)
         self._filter_timer.timeout.connect(self._apply_filter)
         self.filter.textChanged.connect(lambda _t: self._filter_timer.start())
@@ -561,6 +574,24 @@ class QtOperators(QWidget):
     def selected_nodes(self) -> list[str]:
         rows = self.view.selectionModel().selectedRows(0)
         return [self.model.data(i, Qt.UserRole) for i in rows]
+
+    def follow(self, key: str) -> None:
+        """`select_node_soon` in a later pass of the event loop than the caller's (a jump or a click
+        elsewhere): expanding the tree to a node and repainting it cost 15-35 ms of the GUI thread at
+        28M events, which on top of the jump's own repaint froze the window for their sum. A newer
+        selection by then (a click in the tree, another jump) wins."""
+        self._wanted = key
+        if self._following is not None:
+            self._following = key  # the step already queued takes the newest
+            return
+        self._following = key
+
+        def step() -> None:
+            key, self._following = self._following, None
+            if key is not None and key == self._wanted and self.model.h is not None:
+                self.select_node_soon(key)
+
+        after_repaint(step)
 
     def select_node_soon(self, key: str) -> None:
         """`select_node`, after reading the rows under the node's kernel on the selection's worker

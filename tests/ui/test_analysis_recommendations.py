@@ -51,7 +51,7 @@ def test_see_a_recommendation_and_follow_its_links(window, qtbot):
     click_item(panel.links, 0)  # the kernel [0, 50 us)
     assert tl.selected == EventRef("kernels", 0)
     assert tl.viewport.t0 <= 0 and 50_000 <= tl.viewport.t1 < 60_000
-    assert p.operators.current_node() == "kernel:0"
+    qtbot.waitUntil(lambda: p.operators.current_node() == "kernel:0")  # in a pass after the timeline's repaint
     assert panel.list.isVisible() and panel.links.isVisible()  # following a link keeps the list in view
     # the straggler's links: first the late chip's own rows up to its arrival, then the collective's ranks
     click_item(panel.list, [r.rule for r in panel.recommendations].index("collective_straggler"))
