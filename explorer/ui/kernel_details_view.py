@@ -5,6 +5,13 @@ the kernel's operator-table row, busy time per engine, the instruction mix, the
 DMA queues, and the roofline of its dtype (`QtRoofline`). They are computed on the
 selection's worker (tens of ms at 28M events): the header says so meanwhile, and a kernel
 the user has left by the time its details arrive is not shown.
+
+Showing them is staged over passes of the event loop (`worker.soon`), because each part's
+repaint costs the GUI thread 5-15 ms and together they froze the window after a jump: the
+previous kernel's tables and plot are greyed in a pass after the jump's own repaint, the new
+tables come with the header, and the roofline (with its axes regenerated) in a pass of its own.
+The header and the roofline's caption keep the tallest height they have had for this trace, so
+a kernel whose header is a line shorter does not lay the whole dock out again (~40 ms).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from explorer.ui.operators_view import BOUND_COLOURS
 from explorer.ui.panes import fill, split, stack
 from explorer.ui.roofline_plot import QtRoofline
 from explorer.ui.selection_worker import latest
-from explorer.ui.worker import soon
+from explorer.ui.worker import after_repaint, soon
 
 ENGINE_COLUMNS = (
     F.Column("engine", "engine", tip="Tensor = both Tensor rows (LoadStationary and MultiplyMoving); dma = its DMA queues."),
@@ -81,6 +88,8 @@ class QtKernelDetails(QWidget):
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
         self.analysis = analysis
         self.show_kernel(None)
+        for label in (self.header, self.roofline.caption):
+            label.setMinimumHeight(0)  # a new trace: heights start over
 
     def show_kernel(self, kernel_id: int | None) -> None:
         """Show a kernel's details once computed (None: none)."""
@@ -99,9 +108,11 @@ class QtKernelDetails(QWidget):
             self.header.setText("Select a kernel (or one of its instructions) in the operator tree or the timeline.")
             return
         # the previous kernel's tables stay, greyed, until these arrive (clearing the plot and
-        # tables only to refill them cost the GUI thread ~30 ms per selection on a big trace)
-        self._set_computing(True)
-        self.header.setText(f"Kernel {kernel_id}: computing its engine time, instruction mix and roofline\u2026")
+        # tables only to refill them cost the GUI thread ~30 ms per selection on a big trace);
+        # greyed in a later pass than the jump's, whose repaint is the timeline's
+        self._set_header(f"Kernel {kernel_id}: computing its engine time, instruction mix and roofline\u2026")
+        after_repaint(lambda: a is self.analysis and kernel_id == self.kernel_id and self.details is None
+                      and self._set_computing(True))
         trace, h = a.trace, a.hierarchy
         def work() -> tuple[KernelDetails, list[F.TableRows]]:  # the tables' rows too: no pandas on the GUI thread
             d = kernel_details(trace, kernel_id, h)
@@ -113,19 +124,23 @@ class QtKernelDetails(QWidget):
         self.tabs.setEnabled(not on)
         self.roofline.setEnabled(not on)
 
+    def _set_header(self, text: str) -> None:
+        self.header.setText(text)
+        _keep_tallest(self.header)
+
     def _computed(self, a: TraceAnalysis, kernel_id: int, ok: bool, value) -> None:
         if a is not self.analysis or kernel_id != self.kernel_id:
             return  # another trace or kernel by now
-        self._set_computing(False)
         if not ok:
+            self._set_computing(False)
             for m in (self.engines, self.mix, self.queues):
                 m.set_frame(None)
             self.roofline.clear()
-            self.header.setText(html.escape(value))
+            self._set_header(html.escape(value))
             return
         d, self._rows = value
         self.details = d
-        self.header.setText(_header(d, a.trace.span_ns[0]))
+        self._set_header(_header(d, a.trace.span_ns[0]))
         self._unfilled = d
         if not self.visibleRegion().isEmpty():  # behind another tab: filled when shown (the plot alone costs ~25 ms)
             self._fill()
@@ -134,10 +149,16 @@ class QtKernelDetails(QWidget):
         d, self._unfilled = self._unfilled, None
         if d is None:
             return
+        self.tabs.setEnabled(True)
         for model, rows in zip((self.engines, self.mix, self.queues), self._rows):
             model.set_frame(rows)
-        # the plot (~25 ms at 28M events, pyqtgraph items made anew) in a pass of its own
-        soon(lambda: d is self.details and self.roofline.show_roofline(d.roofline, str(d.kernel["name"])))
+        # the plot (~10 ms, and its repaint ~15 ms more) in a pass of its own, greyed until then
+        soon(lambda: d is self.details and self._plot(d))
+
+    def _plot(self, d: KernelDetails) -> None:
+        self.roofline.setEnabled(True)
+        self.roofline.show_roofline(d.roofline, str(d.kernel["name"]))
+        _keep_tallest(self.roofline.caption)
 
     def on_shown(self, visible: bool) -> None:
         """The panel's dock was brought forward (its tab raised) or hidden."""
@@ -147,6 +168,14 @@ class QtKernelDetails(QWidget):
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         self._fill()
+
+
+def _keep_tallest(label: QLabel) -> None:
+    """Hold a word-wrapped label at the tallest it has been: a shorter text then changes no
+    geometry, and Qt does not move and resize the tables and plot around it."""
+    width = label.width() if label.isVisible() else 0
+    if width > 0:
+        label.setMinimumHeight(max(label.minimumHeight(), label.heightForWidth(width)))
 
 
 def _num(v, fmt) -> str:
