@@ -24,6 +24,9 @@ from explorer.ui import roles as R
 from explorer.ui.worker import soon
 
 
+_ROLES = frozenset((R.DISPLAY, R.USER, R.TOOLTIP, R.FOREGROUND, R.ALIGNMENT))  # the roles a frame table answers
+
+
 def natural_key(v: Any) -> tuple:
     """Text with its digit runs as numbers ("layer 2" before "layer 10"); missing last."""
     if _missing(v):
@@ -125,7 +128,7 @@ class FrameTableModel(QAbstractTableModel):
         return len(self.columns)
 
     def data(self, index: QModelIndex, role: int = R.DISPLAY) -> Any:
-        if not index.isValid():
+        if role not in _ROLES or not index.isValid():  # (a repaint or a fit asks ~7 roles of each cell)
             return None
         col = self.columns[index.column()]
         rec = self.records[index.row()]
@@ -182,7 +185,7 @@ class FrameTableModel(QAbstractTableModel):
 
 def make_table(model: FrameTableModel, name: str, parent: QWidget | None = None, *, sortable: bool = True) -> QTableView:
     """A compact read-only table view over `model`."""
-    view = QTableView(parent)
+    view = _Table(parent)
     view.setObjectName(name)
     view.setModel(model)
     view.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -198,25 +201,70 @@ def make_table(model: FrameTableModel, name: str, parent: QWidget | None = None,
         view.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)
         view.setSortingEnabled(True)
     view.horizontalHeader().setResizeContentsPrecision(50)  # fit to the first rows, not all of them
-    model.modelReset.connect(_Fitter(view).reset)  # (the connection ends with the view)
+    view.fitter = _Fitter(view)
+    model.modelReset.connect(view.fitter.reset)  # (the connection ends with the view)
     return view
 
 
+class _Table(QTableView):
+    """A frame table's view: tells its fitter when it is shown (a table behind a tab is fitted then)."""
+
+    fitter: _Fitter
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        self.fitter.shown()
+
+
 class _Fitter(QObject):
-    """Fits a table's columns to new rows in a later pass of the event loop, once however many
-    resets came first: measuring 50 rows of every column (~10-30 ms a table at 28M events, three
-    tables per selection in the dependencies panel) no longer adds to the pass that filled them."""
+    """Fits a table's columns to new rows in later passes of the event loop, one column measured
+    per pass and every width set at once after the last, however many resets came first.
+
+    Measuring 50 rows of every column in one go took 10-60 ms of the GUI thread a table at 28M
+    events (three tables per selection in the dependencies panel, three in kernel details), and a
+    hidden table (behind a tab) is measured on every row, Qt's precision notwithstanding: so a
+    hidden table is fitted when it is shown.
+    """
 
     def __init__(self, view: QTableView) -> None:
         super().__init__(view)
         self.view = view
-        self.pending = False
+        self.pending = False  # a step is queued
+        self.stale = False  # rows came that the widths do not fit yet
+        self.todo: list[int] | None = None  # columns left to measure (None: start over)
+        self.widths: dict[int, int] = {}
 
     def reset(self) -> None:
+        self.stale, self.todo = True, None
+        self._queue()
+
+    def shown(self) -> None:
+        if self.stale:
+            self._queue()
+
+    def _queue(self) -> None:
         if not self.pending:
             self.pending = True
-            soon(self._fit)
+            soon(self._step)
 
-    def _fit(self) -> None:
+    def _step(self) -> None:
         self.pending = False
-        self.view.resizeColumnsToContents()
+        view = self.view
+        if not self.stale or not view.isVisible():
+            return  # (hidden: `shown` comes back)
+        header = view.horizontalHeader()
+        if self.todo is None:
+            n = header.count()
+            last = max((c for c in range(n) if not header.isSectionHidden(c)), default=-1)
+            stretched = last if header.stretchLastSection() else -1  # its width is the rest: nothing to fit
+            self.todo = [c for c in range(n) if not header.isSectionHidden(c) and c != stretched]
+            self.widths = {}
+        if self.todo:  # one column per pass (as QTableView.resizeColumnToContents measures it)
+            c = self.todo.pop(0)
+            self.widths[c] = max(view.sizeHintForColumn(c), header.sectionSizeHint(c) if not header.isHidden() else 0)
+        if self.todo:
+            self._queue()
+            return
+        self.stale, self.todo = False, None
+        for c, width in self.widths.items():
+            header.resizeSection(c, width)

@@ -1,0 +1,84 @@
+"""A jump's parts come in separate passes of the event loop: the timeline repaints first, the
+operator tree follows, the Kernel details panel's header keeps its height, and a table behind a
+tab is fitted when it is shown. Each part's repaint costs 10-30 ms of the GUI thread at 28M
+events; done in one pass they froze the window for their sum (bench/gui_passes.py)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication, QLabel, QTabWidget
+
+from ui.analysis_helpers import ready
+
+from explorer.ui import frame_table as F
+
+
+class _Painted(QObject):
+    """Records, in order, the canvas's paints and the tree's current-row changes."""
+
+    def __init__(self, log: list[str]) -> None:
+        super().__init__()
+        self.log = log
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802
+        if event.type() == QEvent.Paint:
+            self.log.append("timeline painted")
+        return False
+
+
+def test_after_a_deep_link_the_timeline_repaints_before_the_tree_follows(window, qtbot):
+    p = ready(window, qtbot)
+    ops, canvas = p.operators, window.timeline.canvas
+    qtbot.wait(200)  # the analyses' own repaints done
+    log: list[str] = []
+    painted = _Painted(log)
+    canvas.installEventFilter(painted)
+    ops.view.selectionModel().currentRowChanged.connect(lambda cur, _prev: log.append(f"tree {ops.current_node()}"))
+    window.tools.go_to_link("kernel:1")
+    assert log == []  # nothing drawn or moved inside the call
+    qtbot.waitUntil(lambda: ops.current_node() == "kernel:1")
+    canvas.removeEventFilter(painted)
+    assert "timeline painted" in log and log.index("timeline painted") < log.index("tree kernel:1")
+
+
+def test_the_kernel_header_keeps_its_height_while_the_next_kernel_is_computed(window, qtbot):
+    """A shorter header ("computing...", or a kernel with fewer notes) would move and resize the
+    tables and plot under it: the header keeps the tallest height it has had."""
+    p = ready(window, qtbot)
+    kd = p.kernel_details
+    window.tools.go_to_link("kernel:0")
+    qtbot.waitUntil(lambda: kd.details is not None and kd.roofline.roofline is not None, timeout=30_000)
+    qtbot.wait(50)
+    tabs_at = kd.tabs.geometry()
+    full = kd.header.height()
+    window.tools.go_to_link("kernel:1")
+    assert "computing" in kd.header.text()  # one line where the full header has several
+    plain = QLabel(kd.header.text())  # what the text alone needs at that width
+    plain.setWordWrap(True)
+    assert plain.heightForWidth(kd.header.width()) < full
+    for _ in range(5):
+        QApplication.processEvents()
+    assert kd.tabs.geometry() == tabs_at and kd.header.height() == full
+    qtbot.waitUntil(lambda: kd.details is not None and int(kd.details.kernel["kernel_id"]) == 1, timeout=30_000)
+
+
+def test_a_table_behind_a_tab_is_fitted_when_it_is_shown(qtbot):
+    tabs = QTabWidget()
+    qtbot.addWidget(tabs)
+    front = F.make_table(F.FrameTableModel([F.Column("a", "a")]), "front")
+    model = F.FrameTableModel([F.Column("name", "name"), F.Column("n", "count", F.count), F.Column("x", "x")])
+    back = F.make_table(model, "back")
+    tabs.addTab(front, "front")
+    tabs.addTab(back, "back")
+    tabs.resize(900, 300)
+    tabs.show()
+    qtbot.waitExposed(tabs)
+    before = back.columnWidth(0)
+    long = "a much longer event name than a column's default width " * 2
+    model.set_frame(pd.DataFrame({"name": [long], "n": [3_000_000], "x": [""]}))
+    qtbot.wait(100)
+    assert back.columnWidth(0) == before  # hidden: not measured (Qt would measure every row)
+    tabs.setCurrentWidget(back)
+    qtbot.waitUntil(lambda: back.columnWidth(0) >= back.fontMetrics().horizontalAdvance(long))
+    assert back.columnWidth(1) == max(back.sizeHintForColumn(1), back.horizontalHeader().sectionSizeHint(1))
