@@ -17,12 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from simcore.capture.column_pool import ColumnPool
 from simcore.capture.program_rows import cross_engine_flows
 from simcore.lowering.program import DTYPES, MEMORIES, OPCODES, Program
 from simcore.trace import TraceWriter
 from simcore.trace.background import BackgroundWriter
 
 FLOW_BATCH = 1 << 20  # rows per flows batch
+FLOW_KIND = ("semaphore",)  # the vocabulary of the flows' kind column
 INSTR_VOCABS = {"opcode": OPCODES.values, "dtype": DTYPES.values}
 DMA_VOCABS = {"src": MEMORIES.values, "dst": MEMORIES.values}
 
@@ -72,11 +74,13 @@ class FlowStream:
     def __init__(self, writer: TraceWriter | BackgroundWriter | None) -> None:
         self.writer = writer
         self.full: list[tuple[np.ndarray, np.ndarray]] = []  # batches waiting for a writer
+        self.pool = ColumnPool()  # a written batch's memory holds the next one
+        self._kind = np.zeros(FLOW_BATCH, np.int32)  # every flow's kind: code 0 of FLOW_KIND
         self._new()
 
     def _new(self) -> None:
-        self.src = np.empty(FLOW_BATCH, np.int64)
-        self.dst = np.empty(FLOW_BATCH, np.int64)
+        cols = self.pool.columns(FLOW_BATCH, {"src": np.int64, "dst": np.int64})
+        self.src, self.dst = cols["src"], cols["dst"]
         self.pos = 0
 
     def add(self, src: np.ndarray, dst: np.ndarray, offset: int) -> None:
@@ -95,8 +99,8 @@ class FlowStream:
                     self._emit(self.writer)
 
     def _emit(self, w: TraceWriter | BackgroundWriter) -> None:
-        for src, dst in self.full:
-            w.write("flows", {"src_id": src, "dst_id": dst, "kind": "semaphore"})
+        for src, dst in self.full:  # (the kind as codes and vocabulary: the same column as the string gives)
+            w.write("flows", {"src_id": src, "dst_id": dst, "kind": (self._kind[:len(src)], FLOW_KIND)})
         self.full = []
 
     def finish(self, writer: TraceWriter | BackgroundWriter) -> None:
@@ -141,13 +145,20 @@ class DetailRows:
         return out
 
 
-def track_rows(chunks: list[tuple[Run, int, int, int, int]], dma: bool) -> dict[str, Any]:
-    """One track's rows (its chunks in order) as the columns `rows_by_track` gives, concatenated."""
+def track_rows(chunks: list[tuple[Run, int, int, int, int]], dma: bool, pool: ColumnPool | None = None,
+               track: int | None = None) -> dict[str, Any]:
+    """One track's rows (its chunks in order) as the columns `rows_by_track` gives, concatenated;
+    with `track`, a `track_id` column first. `pool`: where the columns' memory comes from."""
     n = sum(b - a for _, _, _, a, b in chunks)
     names = (("id", "start_ns", "dur_ns", "bytes", "partitions", "src", "dst", "kernel_id") if dma else
              ("id", "start_ns", "dur_ns", "opcode", "kernel_id", "flops", "bytes", "dtype"))
     small = {"opcode", "dtype", "partitions", "src", "dst"}  # the schema's int32 columns
-    cols = {k: np.empty(n, np.int32 if k in small else np.int64) for k in names}
+    dtypes = {k: np.int32 if k in small else np.int64 for k in names}
+    if track is not None:
+        dtypes = {"track_id": np.int32, **dtypes}
+    cols = (pool or ColumnPool()).columns(n, dtypes)
+    if track is not None:
+        cols["track_id"].fill(track)
     copied = [k for k in names if k not in ("id", "start_ns", "dur_ns", "kernel_id")]
     o = 0
     for run, kid, first, a, b in chunks:

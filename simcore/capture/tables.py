@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from simcore.capture.allocations import AllocationRows
+from simcore.capture.column_pool import ColumnPool
 from simcore.capture.core_rows import DMA_VOCABS, INSTR_VOCABS, DetailRows, track_rows
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
@@ -248,14 +249,16 @@ class TraceTables:
         chunk, which a reader maps as a numpy view (a track split over batches must be copied whole
         to be searched as one array, as the timeline does). `chunks` are detailed cores' engine tracks
         (built here, one at a time), `whole` tracks whose rows are already columns."""
+        pool = ColumnPool()  # a track written lends its memory to the next one
         for track in sorted(set(chunks) | set(whole)):
             if track in chunks and track in whole:
                 raise AssertionError(f"track {track} holds both runtime and engine rows")
-            cols = whole[track] if track in whole else track_rows(chunks.pop(track), dma)
-            batch: dict[str, Any] = {"track_id": np.full(len(cols["id"]), track, np.int32)}
-            for k, v in cols.items():
-                batch[k] = (v, vocabs[k]) if k in vocabs else v
-            w.write(table, batch)
+            if track in whole:
+                cols = {"track_id": np.full(len(whole[track]["id"]), track, np.int32), **whole[track]}
+            else:
+                cols = track_rows(chunks.pop(track), dma, pool, track)
+            w.write(table, {k: (v, vocabs[k]) if k in vocabs else v for k, v in cols.items()})
+            del cols  # (the block goes back to the pool once the writer is done with it)
 
     def _write_kernels(self, w: TraceWriter) -> None:
         if not self.kernel_rows:

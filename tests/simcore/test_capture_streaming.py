@@ -128,3 +128,30 @@ def test_a_with_block_whose_commit_fails_leaves_nothing(tmp_path):
             _write_some(bg)
             bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3)})  # no kind column: fails on the thread
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_columns_reuse_the_memory_of_rows_already_written_and_write_the_same_bytes(tmp_path, monkeypatch):
+    """The track columns and flow batches come from memory the writer has finished with (no fresh,
+    kernel-zeroed pages for each); what is written is byte for byte what fresh memory gives, even
+    when the writer thread lags (small flow batches, a queue of one batch)."""
+    from simcore.capture import column_pool, engine
+
+    monkeypatch.setattr(core_rows, "FLOW_BATCH", 1000)
+    made: list[column_pool.ColumnPool] = []
+    real_init = column_pool.ColumnPool.__init__
+
+    def init(self):
+        real_init(self)
+        made.append(self)
+
+    real_bg = engine.BackgroundWriter
+    monkeypatch.setattr(engine, "BackgroundWriter", lambda w: real_bg(w, max_bytes=1))
+    monkeypatch.setattr(column_pool.ColumnPool, "__init__", init)
+    pooled = simcore.capture(out_path=tmp_path / "pooled.trnx", **OPTIONS)
+    assert sum(p.reused for p in made) > sum(p.allocated for p in made) > 0
+    monkeypatch.setattr(column_pool, "_FREE_REFS", 0)  # never free: every block fresh memory
+    fresh = simcore.capture(out_path=tmp_path / "fresh.trnx", **OPTIONS)
+    names = sorted(p.name for p in pooled.iterdir())
+    assert "flows.arrow" in names and names == sorted(p.name for p in fresh.iterdir())
+    for f in names:
+        assert (pooled / f).read_bytes() == (fresh / f).read_bytes(), f
