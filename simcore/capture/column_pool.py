@@ -7,8 +7,8 @@ every block over 32 MiB anew and unmaps it when freed (the big engine tracks' co
 each), and numpy asks for huge pages, so each such column is zeroed 2 MiB at a time. The pool
 keeps the blocks instead and lends one again once nothing refers to it any more: a batch queued
 or being written holds views of its block (the Arrow arrays keep the numpy arrays they wrap), so
-CPython's reference count says when the writer is done with it. At most one block more than
-those in flight is kept.
+CPython's reference count says when the writer is done with it. Blocks are kept until the pool
+is let go (after a table's tracks): about as many of each size as were in flight at once.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 ALIGN = 64  # each column starts on a 64-byte boundary, as Arrow's own buffers do
+_SLACK = 2 << 20  # blocks are whole huge pages
 _FREE_REFS = 3  # a block nobody else refers to: the pool's list, the loop variable, getrefcount's argument
 
 
@@ -44,23 +45,19 @@ class ColumnPool:
         return out
 
     def _take(self, nbytes: int) -> np.ndarray:
-        best, smaller = None, []
+        best = None
         for i in range(len(self._blocks)):
             b = self._blocks[i]  # (not enumerate: its reused tuple would hold one more reference)
             if sys.getrefcount(b) > _FREE_REFS:
                 continue  # still lent: a batch being written (or kept by the caller) refers to it
-            if len(b) >= nbytes:
-                if best is None or len(b) < len(self._blocks[best]):
-                    best = i
-            else:
-                smaller.append(i)
+            # the smallest free block that fits, if no more than twice the need: a small track taking
+            # a big track's block would make the next big track allocate anew
+            if nbytes <= len(b) <= 2 * nbytes + _SLACK and (best is None or len(b) < len(self._blocks[best])):
+                best = i
         if best is not None:
             self.reused += 1
             return self._blocks[best]
-        # none fits: free blocks too small are let go (to glibc), so the pool stays what is in flight plus one
-        for i in reversed(smaller):
-            del self._blocks[i]
-        block = np.empty(_round_up(nbytes + nbytes // 16, 1 << 21), np.uint8)  # slack for a slightly bigger track
+        block = np.empty(_round_up(nbytes + nbytes // 16, _SLACK), np.uint8)  # room for a slightly bigger track
         self._blocks.append(block)
         self.allocated += 1
         return block

@@ -244,6 +244,12 @@ class TraceWriter(CommitOrAbort):
     # -- writing -----------------------------------------------------------------
     def write(self, table: str, data: TableData, *, chip: int | None = None) -> None:
         """Append rows to `table` (to chip `chip`'s partition when given)."""
+        self.append(table, chip, self.prepare(table, data, chip=chip))
+
+    def prepare(self, table: str, data: TableData, *, chip: int | None = None) -> pa.RecordBatch:
+        """The batch `write` would write: rows checked against the schema, dictionary codes made the
+        table's, the trace's span updated. Every batch prepared must then be appended, in the order
+        prepared (BackgroundWriter prepares in the caller's thread and appends on its own)."""
         if self._closed:
             raise RuntimeError("trace writer is closed")
         spec = S.spec(table)
@@ -253,14 +259,21 @@ class TraceWriter(CommitOrAbort):
         batch = to_record_batch(spec, data)
         batch = self._unify(spec, batch)
         self._note_span(spec, batch)
+        return batch
+
+    def append(self, table: str, chip: int | None, batch: pa.RecordBatch, *, observe: bool = True) -> None:
+        """Write a batch `prepare` made; then the observer sees it (unless `observe` is false: the
+        caller showed it already)."""
+        if self._closed:
+            raise RuntimeError("trace writer is closed")
         key = (table, chip)
         f = self._files.get(key)
         if f is None:
-            f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), spec.schema, self._options,
-                                              self._hashing, self.checksum_algorithm)
+            f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), S.spec(table).schema,
+                                              self._options, self._hashing, self.checksum_algorithm)
         if batch.num_rows:
             f.write(batch)
-            if self.observer is not None:
+            if observe and self.observer is not None:
                 self.observer(table, chip, batch)
 
     def _unify(self, spec: S.TableSpec, batch: pa.RecordBatch) -> pa.RecordBatch:

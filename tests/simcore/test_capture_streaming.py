@@ -107,27 +107,63 @@ def test_background_writer_writes_the_same_bytes(tmp_path):
         assert (direct / f).read_bytes() == (queued / f).read_bytes(), f
 
 
-def test_background_writer_raises_the_threads_error_and_leaves_nothing(tmp_path):
+def _full_disk(monkeypatch):
+    """Writing a flows batch fails on the writer thread, as on a full disk."""
+    from simcore.trace import writer as trace_writer
+
+    real = trace_writer._TableFile.write
+
+    def write(self, batch):
+        if "src_id" in batch.schema.names:
+            raise OSError(28, "No space left on device")
+        real(self, batch)
+
+    monkeypatch.setattr(trace_writer._TableFile, "write", write)
+
+
+def test_background_writer_raises_the_threads_error_and_leaves_nothing(tmp_path, monkeypatch):
+    _full_disk(monkeypatch)
     out = tmp_path / "bad.trnx"
     bg = BackgroundWriter(TraceWriter(out, {}))
-    bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3)})  # no kind column: fails on the thread
-    with pytest.raises(TypeError, match="missing columns"):
+    bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3), "kind": "semaphore"})  # fails on the thread
+    with pytest.raises(OSError, match="No space"):
         bg.drain()
-    with pytest.raises(TypeError):
+    with pytest.raises(OSError):
         bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3), "kind": "semaphore"})
     bg.abort()
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_a_with_block_whose_commit_fails_leaves_nothing(tmp_path):
-    """The thread's error surfaces only when the block ends (the commit): `with` still aborts, so no
-    temporary and no trace are left, as when the block itself raises."""
+def test_rows_that_do_not_fit_the_schema_raise_in_the_callers_write_and_leave_nothing(tmp_path):
+    """Rows are checked in the caller's thread (only the file writes run on the writer's)."""
     out = tmp_path / "bad.trnx"
     with pytest.raises(TypeError, match="missing columns"):
         with BackgroundWriter(TraceWriter(out, {})) as bg:
             _write_some(bg)
-            bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3)})  # no kind column: fails on the thread
+            bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3)})  # no kind column
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_with_block_whose_commit_fails_leaves_nothing(tmp_path, monkeypatch):
+    """The thread's error surfaces only when the block ends (the commit): `with` still aborts, so no
+    temporary and no trace are left, as when the block itself raises."""
+    _full_disk(monkeypatch)
+    out = tmp_path / "bad.trnx"
+    with pytest.raises(OSError, match="No space"):
+        with BackgroundWriter(TraceWriter(out, {})) as bg:
+            _write_some(bg)  # (its flows batch fails on the thread)
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_the_observer_sees_every_batch_in_the_order_written(tmp_path):
+    """BackgroundWriter shows each batch to the writer's observer in the caller's thread, as written."""
+    seen: dict[str, list] = {"direct": [], "queued": []}
+    for how in seen:
+        w = TraceWriter(tmp_path / f"{how}.trnx", {"x": 1})
+        w.observer = lambda table, chip, batch, how=how: seen[how].append((table, chip, batch.to_pydict()))
+        with (w if how == "direct" else BackgroundWriter(w, max_bytes=1)) as bg:
+            _write_some(bg)
+    assert seen["direct"] and seen["direct"] == seen["queued"]
 
 
 def test_columns_reuse_the_memory_of_rows_already_written_and_write_the_same_bytes(tmp_path, monkeypatch):
