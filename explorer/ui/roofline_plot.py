@@ -50,21 +50,35 @@ class QtRoofline(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.plot, 1)
         lay.addWidget(self.caption)
+        # the items every kernel's plot uses, made now (hidden) instead of for the first kernel
+        # shown, where making them cost ~20 ms of the GUI thread (a `trnx view --goto kernel:N`)
+        for key, z, symbol in (("roof", 0, None), ("chip-roof", 0, None), ("ridge", 2, "d"), ("point", 3, "o")):
+            self._curve(key, [], [], z, symbol=symbol)
+        for i, colour in enumerate(OTHER_COLOURS):  # the other dtypes' roofs, by their place in the legend
+            self._curve(f"roof:{i}", [], [], 0)
+            self._text(f"tag:{i}", "", colour, (1, 1), 0.0, 0.0, z=1)
+        self._text("label", "", POINT_COLOUR, (0, 1.2), 0.0, 0.0, z=4)
+        self._hide_all()
 
     def clear(self) -> None:
+        self._hide_all()
+        self.caption.setText("")
+        # 0.1 .. 10k FLOP/B and 0.1 .. 1000 TFLOPS until a kernel is shown
+        self.plot.setRange(xRange=(-1, 4), yRange=(-1, 3), padding=0)
+
+    def _hide_all(self) -> None:
         for item in self._kept.values():
             item.hide()
-        self.caption.setText("")
         self.items = {}
         self.roofline = None
-        self.plot.setXRange(-1, 4, padding=0)  # 0.1 .. 10k FLOP/B and 0.1 .. 1000 TFLOPS until a kernel is shown
-        self.plot.setYRange(-1, 3, padding=0)
 
     def _curve(self, key: str, x, y, z: int = 0, **style) -> pg.PlotDataItem:
         """The curve `key`, made once and then given new data and style (making pyqtgraph items
         was half of a kernel's ~25 ms plot at 28M events); `z` keeps the stacking a fresh plot had."""
         item = self._kept.get(key)
-        style = {"pen": None, "symbol": None, **style}
+        # (no dynamic range limit: the roofs are finite, and with one every item redid its data on
+        # each change of the view's range -- most of a kernel's 10-25 ms of GUI time)
+        style = {"pen": None, "symbol": None, "dynamicRangeLimit": None, **style}
         if item is None:
             item = self._kept[key] = self.plot.plot(x, y, **style)
             item.setZValue(z)
@@ -88,10 +102,11 @@ class QtRoofline(QWidget):
         return item
 
     def show_roofline(self, roof: Roofline | None, label: str = "kernel") -> None:
-        self.clear()
-        self.roofline = roof
         if roof is None:
+            self.clear()
             return
+        self._hide_all()  # (the range is set once, below: each change re-lays the axes and items)
+        self.roofline = roof
         ridge = roof.ridge_intensity
         ai = roof.point_intensity
         parts: list[str] = []
@@ -118,8 +133,8 @@ class QtRoofline(QWidget):
                 other = roof.attainable_tflops(xs, peak=peak)
                 colour = OTHER_COLOURS[i % len(OTHER_COLOURS)]
                 name = "/".join(by_peak[peak])
-                self._curve(f"roof:{name}", xs, other, pen=pg.mkPen(colour, width=1, style=Qt.DashLine))
-                self._text(f"tag:{name}", f"{name} {peak:g}", colour, (1, 1), np.log10(hi), np.log10(peak), z=1)
+                self._curve(f"roof:{i}", xs, other, pen=pg.mkPen(colour, width=1, style=Qt.DashLine))
+                self._text(f"tag:{i}", f"{name} {peak:g}", colour, (1, 1), np.log10(hi), np.log10(peak), z=1)
             if ridge:
                 self._curve("ridge", [ridge], [roof.peak_tflops], z=2, symbol="d", symbolSize=8, symbolBrush=ROOF_COLOUR)
                 parts.append(f"<span style='color:{ROOF_COLOUR}'>◆</span> ridge at {ridge:.3g} FLOP/B")
@@ -139,8 +154,16 @@ class QtRoofline(QWidget):
         self.caption.setText(" &nbsp; ".join(parts))
         ys = [v for v in (roof.peak_tflops, *roof.other_peaks.values(), roof.point_tflops) if v]
         if ys:
-            self.plot.setXRange(np.log10(lo), np.log10(hi), padding=0)
-            self.plot.setYRange(np.log10(min(ys) / 100), np.log10(max(ys) * 3), padding=0)
+            self.plot.setRange(xRange=(np.log10(lo), np.log10(hi)),
+                               yRange=(np.log10(min(ys) / 100), np.log10(max(ys) * 3)), padding=0)
+        else:
+            self.plot.setRange(xRange=(-1, 4), yRange=(-1, 3), padding=0)
+        # the view's transform and the labels placed for the new range now: pyqtgraph does it as
+        # the plot is painted, and what it moves then asks for a second repaint (~10 ms)
+        self.plot.getViewBox().updateMatrix()
+        for item in self._kept.values():
+            if isinstance(item, pg.TextItem) and item.isVisible():
+                item.updateTransform(force=True)
 
     def point(self) -> tuple[float, float] | None:
         """The kernel's plotted (intensity, TFLOPS), None when it has no point."""

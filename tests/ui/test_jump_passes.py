@@ -15,15 +15,15 @@ from explorer.ui import frame_table as F
 
 
 class _Painted(QObject):
-    """Records, in order, the canvas's paints and the tree's current-row changes."""
+    """Appends `word` to `log` at each paint of the widget it filters."""
 
-    def __init__(self, log: list[str]) -> None:
+    def __init__(self, log: list[str], word: str = "timeline painted") -> None:
         super().__init__()
-        self.log = log
+        self.log, self.word = log, word
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802
         if event.type() == QEvent.Paint:
-            self.log.append("timeline painted")
+            self.log.append(self.word)
         return False
 
 
@@ -82,3 +82,31 @@ def test_a_table_behind_a_tab_is_fitted_when_it_is_shown(qtbot):
     tabs.setCurrentWidget(back)
     qtbot.waitUntil(lambda: back.columnWidth(0) >= back.fontMetrics().horizontalAdvance(long))
     assert back.columnWidth(1) == max(back.sizeHintForColumn(1), back.horizontalHeader().sectionSizeHint(1))
+
+
+def test_a_kernels_roofline_is_drawn_in_one_repaint(qtbot, trace_path):
+    """pyqtgraph places the view's transform and labels as it paints, and what moves then asked
+    for a second repaint of the plot (~10 ms at 28M events); they are placed when the kernel is shown."""
+    from simcore.trace import open_trace
+
+    from explorer.model.analysis.kernel_details import kernel_details
+    from explorer.ui.roofline_plot import QtRoofline
+
+    trace = open_trace(trace_path)
+    roof = QtRoofline()
+    qtbot.addWidget(roof)
+    roof.resize(600, 330)
+    roof.show()
+    qtbot.waitExposed(roof)
+    log: list[str] = []
+    painted = _Painted(log, "plot painted")
+    roof.plot.viewport().installEventFilter(painted)
+    for kernel_id in (0, 1, 0):
+        d = kernel_details(trace, kernel_id)
+        roof.show_roofline(d.roofline, str(d.kernel["name"]))
+        roof.caption.setMinimumHeight(200)  # (the caption's height is the panel's business)
+        log.clear()
+        for _ in range(6):
+            QApplication.processEvents()
+        assert log == ["plot painted"], kernel_id
+        assert roof.point() is not None
