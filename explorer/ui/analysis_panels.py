@@ -171,9 +171,16 @@ class AnalysisPanels(QObject):
             return
         level = node.partition(":")[0]
         if level == "kernel":
-            self.window.panels["Kernel details"].raise_()
+            self._bring_forward("Kernel details")
         elif level in ("instruction", "dma") and not self.dependencies.holding:
-            self.window.panels["Dependencies"].raise_()
+            self._bring_forward("Dependencies")
+
+    def _bring_forward(self, name: str) -> None:
+        """Raise a panel unless it is in view already (raising it anyway repaints the whole dock,
+        its plot and tables: 5-15 ms of the jump's first pass at 28M events)."""
+        dock = self.window.panels[name]
+        if not dock.isVisible() or dock.visibleRegion().isEmpty():
+            dock.raise_()
 
     def _show_evidence(self, rec) -> None:
         for overlay in self.bands:

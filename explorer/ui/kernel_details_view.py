@@ -8,8 +8,8 @@ the user has left by the time its details arrive is not shown.
 
 Showing them is staged over passes of the event loop (`worker.soon`), because each part's
 repaint costs the GUI thread 5-15 ms and together they froze the window after a jump: the
-previous kernel's tables and plot are greyed in a pass after the jump's own repaint, the new
-tables come with the header, and the roofline (with its axes regenerated) in a pass of its own.
+previous kernel's tables, then its plot, are greyed in passes after the jump's own repaint, the
+new tables come with the header, and the roofline (with its axes regenerated) in a pass of its own.
 The header and the roofline's caption keep the tallest height they have had for this trace, so
 a kernel whose header is a line shorter does not lay the whole dock out again (~40 ms).
 """
@@ -111,14 +111,24 @@ class QtKernelDetails(QWidget):
         # tables only to refill them cost the GUI thread ~30 ms per selection on a big trace);
         # greyed in a later pass than the jump's, whose repaint is the timeline's
         self._set_header(f"Kernel {kernel_id}: computing its engine time, instruction mix and roofline\u2026")
-        after_repaint(lambda: a is self.analysis and kernel_id == self.kernel_id and self.details is None
-                      and self._set_computing(True))
+        after_repaint(lambda: self._grey(a, kernel_id))
         trace, h = a.trace, a.hierarchy
         def work() -> tuple[KernelDetails, list[F.TableRows]]:  # the tables' rows too: no pandas on the GUI thread
             d = kernel_details(trace, kernel_id, h)
             return d, [F.table_rows(f) for f in (d.engines, d.instruction_mix, d.dma_queues)]
 
         self._latest.submit(work, lambda ok, value: self._computed(a, kernel_id, ok, value))
+
+    def _grey(self, a: TraceAnalysis, kernel_id: int, part: int = 0) -> None:
+        """Grey the previous kernel's tables, then in the next pass its plot (each repaint ~5-10 ms),
+        unless the new kernel's details are in (or another kernel is asked for) by then."""
+        if a is not self.analysis or kernel_id != self.kernel_id or self.details is not None:
+            return
+        if part == 0:
+            self.tabs.setEnabled(False)
+            soon(lambda: self._grey(a, kernel_id, 1))
+        else:
+            self.roofline.setEnabled(False)
 
     def _set_computing(self, on: bool) -> None:
         self.tabs.setEnabled(not on)

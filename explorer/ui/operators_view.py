@@ -30,6 +30,7 @@ from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from explorer.ui import roles as R
 from explorer.ui.operator_columns import OperatorColumns, significant
 from explorer.ui.selection_worker import latest
+from explorer.ui.themes import current_theme
 from explorer.ui.worker import after_repaint
 from simcore.errors import UserError
 
@@ -74,8 +75,8 @@ class _ThemeColours:
         self.table = {theme: {k: QColor(v) for k, v in colours.items()} for theme, colours in table.items()}
 
     def _now(self) -> dict[str, QColor]:
-        from explorer.ui.themes import current_theme
-
+        # (imported at the top: an import statement here ran shiboken's import hook on every
+        # call, ~2 ms of each repaint of the operator tree)
         return self.table.get(current_theme(), self.table["dark"])
 
     def get(self, key: str, default: QColor | None = None) -> QColor | None:
