@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -21,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-from tools_screenshots import settle, themed_window  # noqa: E402  (this directory is the script's: on sys.path)
+from tools_screenshots import save, settle, themed_window  # noqa: E402  (this directory is the script's: on sys.path)
 
 
 def main() -> None:
@@ -29,11 +28,10 @@ def main() -> None:
     ap.add_argument("trace", nargs="?", type=Path, default=ROOT / "sample_traces" / "llama3.1-8b-decode.trnx")
     ap.add_argument("--output-dir", type=Path, default=ROOT / "docs" / "images")
     a = ap.parse_args()
-    from PySide6.QtCore import QSettings, Qt
+    from PySide6.QtCore import Qt
 
     from explorer.ui import ensure_app
 
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="trnx-shot-"))
     app = ensure_app()
     for theme in ("dark", "light"):
         w = themed_window(app, a.trace, theme)
@@ -51,8 +49,7 @@ def main() -> None:
             mem.axis.setCurrentText(mode)
             settle(app, until=lambda: mem.drawn is not None and mem.drawn[2] == mode.lower()
                    and abs(mem.drawn[0] - w.view.viewport.t0) < 1)
-            settle(app, 0.4)
-            w.grab().save(str(a.output_dir / f"{name}-{theme}.png"))
+            save(app, w, a.output_dir / f"{name}-{theme}.png")
         w.close()
     print("wrote", ", ".join(f"{n}-{t}.png" for n in ("tools-memory", "tools-memory-address") for t in ("dark", "light")))
 

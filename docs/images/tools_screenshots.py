@@ -34,10 +34,34 @@ def settle(app, seconds: float = 0.3, until=None, timeout: float = 60.0) -> None
             break
 
 
+def save(app, w, path: Path) -> None:
+    """Save the window's picture once it is quiet: nothing left in the GUI thread's queue of worker
+    results and deferred steps (explorer.ui.worker: panels filled in parts, table columns fitted one
+    per pass) for 0.5 s. A fixed pause caught the dependencies' tables unfitted on a loaded machine."""
+    from explorer.ui import worker
+
+    end = time.perf_counter() + 30.0
+    calm = time.perf_counter()
+    while time.perf_counter() < end and time.perf_counter() - calm < 0.5:
+        app.processEvents()
+        time.sleep(0.01)
+        if worker._deliveries and worker._deliveries[0].queue:
+            calm = time.perf_counter()
+    w.grab().save(str(path))
+
+
 def themed_window(app, trace: Path, theme: str):
-    """A 1920x1080 window on `trace` in `theme`, loaded, its analyses in (which raise the default panels)."""
+    """A 1920x1080 window on `trace` in `theme`, loaded, its analyses in (which raise the default panels).
+
+    Each window starts from settings no run has written, so every picture shows the default dock
+    layout: with one settings directory for the whole run, the first (dark) window saved its layout
+    when it closed and the light one restored it (onto the offscreen platform's ~800 px screen, then
+    stretched to 1920 px), so the light pictures split the bottom docks differently."""
+    from PySide6.QtCore import QSettings
+
     from explorer.ui import open_window
 
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="trnx-shot-"))
     w = open_window(trace)
     w.resize(1920, 1080)
     w.show()
@@ -46,17 +70,15 @@ def themed_window(app, trace: Path, theme: str):
     settle(app, until=lambda: w.analysis.session.analysis is not None)
     return w
 
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace", nargs="?", type=Path, default=ROOT / "sample_traces" / "llama3.1-8b-decode.trnx")
     ap.add_argument("--output-dir", type=Path, default=ROOT / "docs" / "images")
     a = ap.parse_args()
-    from PySide6.QtCore import QSettings
-
     from explorer.ui import ensure_app
     from tools_gui import linked_copy
 
-    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, tempfile.mkdtemp(prefix="trnx-shot-"))
     tmp = Path(tempfile.mkdtemp(prefix="tools-shot-"))
     trace = linked_copy(a.trace, tmp / a.trace.name)
     app = ensure_app()
@@ -74,8 +96,7 @@ def main() -> None:
         mid = lo + (hi - lo) * 0.42
         w.zoom_to(mid, mid + 60_000)
         w.view.select(None)
-        settle(app, 0.5)
-        w.grab().save(str(a.output_dir / f"tools-query-{theme}.png"))
+        save(app, w, a.output_dir / f"tools-query-{theme}.png")
         # 2: statistics with a histogram, annotations and their delta
         w.search.edit.clear()
         w.panels["Statistics"].raise_()
@@ -94,13 +115,11 @@ def main() -> None:
         p.table.selectionModel().select(p.table.model().index(2, 0),
                                         p.table.selectionModel().SelectionFlag.Select | p.table.selectionModel().SelectionFlag.Rows)
         settle(app, until=lambda: "instructions" in p.delta_label.text())
-        settle(app, 0.5)
-        w.grab().save(str(a.output_dir / f"tools-stats-{theme}.png"))
+        save(app, w, a.output_dir / f"tools-stats-{theme}.png")
         # 3: the icicle, by kernel time
         w.panels["Icicle"].raise_()
         settle(app, until=lambda: len(t.icicle.boxes) > 0)
-        settle(app, 0.3)
-        w.grab().save(str(a.output_dir / f"tools-icicle-{theme}.png"))
+        save(app, w, a.output_dir / f"tools-icicle-{theme}.png")
         w.close()
         (trace / "annotations.json").unlink(missing_ok=True)
     tp16 = linked_copy(ROOT / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx", tmp / "tp16.trnx")
@@ -110,8 +129,7 @@ def main() -> None:
         chart = w.tools.collective_chart
         settle(app, until=lambda: len(chart.frame) > 0)
         w.tools.go_to_link("collective:7")
-        settle(app, 0.5)
-        w.grab().save(str(a.output_dir / f"tools-collectives-{theme}.png"))
+        save(app, w, a.output_dir / f"tools-collectives-{theme}.png")
         w.close()
     shutil.rmtree(tmp, ignore_errors=True)
     print("wrote", ", ".join(f"tools-{k}-{t}.png" for k in ("query", "stats", "icicle", "collectives") for t in ("dark", "light")))
