@@ -31,7 +31,10 @@ Figures (each command in a fresh process; wall time, CPU time of the process, pe
            1.5x of it) and the trace's size on disk (peak RSS within 1.5x of it)
   frames   frame times of a zoom walk over the 100M capture (bench/frame_time.py's walk): once while
            the analysis panels are being computed, then after (while the Statistics panel's
-           whole-trace query, started once the analyses are shown, runs), then once that is done
+           whole-trace query, started once the analyses are shown, runs), then once that is done.
+           A frame is what the event loop paints after the view changes (frame_time.paint_frame).
+           With --baseline-tree DIR, that tree's window too (its code imported through PYTHONPATH),
+           alternated with this tree's --repeat times, baseline first
   capture  `trnx capture` of each capture: wall time, events/s, peak RSS against the trace's
            size; baseline: writing the same instructions, DMA and flows rows as raw Arrow IPC.
            With --baseline-tree DIR (another checkout, e.g. `git worktree add --detach DIR main`),
@@ -95,11 +98,13 @@ def run(args: list[str], *, python: bool = False, tree: Path = ROOT) -> dict:
     """Run `trnx ARGS` (or `python ARGS`) in a fresh process: wall, CPU (user + system) and peak RSS.
     `tree`: the checkout whose code runs (the working directory comes first on `python -c`'s path)."""
     cmd = [sys.executable, *args] if python else [sys.executable, "-c", WITH_PEAK, *args]
+    # a script's own directory comes first on its path, not the working directory: name the tree
+    env = ENV if tree == ROOT or not python else {**ENV, "PYTHONPATH": str(tree)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     if WATCHDOG is not None:
         WATCHDOG.reset_peak()
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tree, env=ENV)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tree, env=env)
     wall = time.perf_counter() - t
     anon = WATCHDOG.reset_peak() / 1024 if WATCHDOG is not None else None
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -287,23 +292,33 @@ def figure_window(paths: dict[str, Path], repeat: int) -> list[dict]:
     return rows
 
 
-def figure_frames(paths: dict[str, Path], repeat: int) -> list[dict]:
+def figure_frames(paths: dict[str, Path], repeat: int, baseline_tree: Path | None = None) -> list[dict]:
+    """The walks in a fresh window; with a baseline tree, its window and this tree's alternated
+    (baseline first), `repeat` times each."""
     p = paths.get("100M")
     if p is None:
         return []
-    r = run([__file__, "--frames", str(p), "--repeat", str(repeat)], python=True)
-    got = json.loads(r["stdout"].strip().splitlines()[-1])
-    got["load"] = os.getloadavg()[0]
-    for when, what in (("during", "during the analyses"), ("after", "after the analyses (the Statistics query running)"),
-                       ("idle", "after the Statistics query too")):
-        g = got[when]
-        print(f"frames 100M, {what}: zoom walk median {g['median_ms']:.1f} ms, p95 {g['p95_ms']:.1f} ms "
-              f"over {g['frames']} frames (GUI thread CPU p95 {g['cpu_p95_ms']:.1f} ms)", flush=True)
-    print(f"frames 100M: first frame {got['first_frame_s']:.2f} s, analyses done {got['analyses_s']:.1f} s, "
-          f"Statistics query done {got['statistics_s']:.1f} s"
-          + (f", peak anonymous {r['peak_anon_mib'] / 1024:.2f} GiB (sampled)" if r["peak_anon_mib"] else "")
-          + f"; load {got['load']:.1f}", flush=True)
-    return [{"figure": "frames", "trace": "100M", **got}]
+    trees = [ROOT] if baseline_tree is None else [baseline_tree, ROOT]
+    rows = []
+    for _ in range(1 if baseline_tree is None else repeat):
+        for tree in trees:
+            r = run([__file__, "--frames", str(p), "--repeat", str(repeat)], python=True, tree=tree)
+            got = json.loads(r["stdout"].strip().splitlines()[-1])
+            got["load"] = os.getloadavg()[0]
+            label = "this tree" if tree == ROOT else f"baseline {tree}"
+            for when, what in (("during", "during the analyses"),
+                               ("after", "after the analyses (the Statistics query running)"),
+                               ("idle", "after the Statistics query too")):
+                g = got[when]
+                print(f"frames 100M, {label}, {what}: zoom walk median {g['median_ms']:.1f} ms, p95 {g['p95_ms']:.1f} ms "
+                      f"over {g['frames']} frames (GUI thread CPU median {g['cpu_median_ms']:.1f} ms, "
+                      f"p95 {g['cpu_p95_ms']:.1f} ms)", flush=True)
+            print(f"frames 100M, {label}: first frame {got['first_frame_s']:.2f} s, analyses done {got['analyses_s']:.1f} s, "
+                  f"Statistics query done {got['statistics_s']:.1f} s"
+                  + (f", peak anonymous {r['peak_anon_mib'] / 1024:.2f} GiB (sampled)" if r["peak_anon_mib"] else "")
+                  + f"; load {got['load']:.1f}", flush=True)
+            rows.append({"figure": "frames", "trace": "100M", "tree": str(tree), **got})
+    return rows
 
 
 def frames(path: Path, repeat: int) -> None:
@@ -311,7 +326,8 @@ def frames(path: Path, repeat: int) -> None:
     the analysis panels are computed (the first seconds after opening), then `repeat` times
     once they are done."""
     import numpy as np
-    from frame_time import HEIGHT, WIDTH, zoom_scenario
+    import explorer
+    from frame_time import HEIGHT, WIDTH, paint_frame, zoom_scenario
     from PySide6.QtWidgets import QApplication
 
     from explorer.ui import ensure_app
@@ -330,7 +346,7 @@ def frames(path: Path, repeat: int) -> None:
         QApplication.processEvents()
         time.sleep(0.002)
     tl = w.timeline
-    tl.render_frame()
+    paint_frame(tl)
     first = time.perf_counter() - t
     lo, hi = tl.viewport.lo, tl.viewport.hi
 
@@ -339,7 +355,7 @@ def frames(path: Path, repeat: int) -> None:
 
         def frame() -> float:
             c = time.thread_time()  # the GUI thread's own CPU (the analysis worker may run meanwhile)
-            ms = tl.render_frame()
+            ms = paint_frame(tl)
             cpus.append((time.thread_time() - c) * 1e3)
             walls.append(ms)
             return ms
@@ -347,7 +363,8 @@ def frames(path: Path, repeat: int) -> None:
         for _ in range(times):
             zoom_scenario(tl.viewport.set_range, frame, lo, hi)
         return {"frames": len(walls), "median_ms": float(np.median(walls)), "p95_ms": float(np.percentile(walls, 95)),
-                "max_ms": float(np.max(walls)), "cpu_p95_ms": float(np.percentile(cpus, 95))}
+                "max_ms": float(np.max(walls)), "cpu_median_ms": float(np.median(cpus)),
+                "cpu_p95_ms": float(np.percentile(cpus, 95))}
 
     during = walk(1)
     while not done:
@@ -363,7 +380,8 @@ def frames(path: Path, repeat: int) -> None:
     stats_s = time.perf_counter() - t
     idle = walk(repeat)
     print(json.dumps({"during": during, "after": after, "idle": idle, "first_frame_s": first,
-                      "analyses_s": done[0] - t, "statistics_s": stats_s}))
+                      "analyses_s": done[0] - t, "statistics_s": stats_s,
+                      "code": str(Path(explorer.__file__).parents[1])}))
     os._exit(0)
 
 
@@ -431,7 +449,8 @@ def main() -> None:
     ap.add_argument("--captures", default=",".join(CAPTURES))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--recapture", action="store_true", help="capture again even when a cached capture matches")
-    ap.add_argument("--baseline-tree", type=Path, help="capture with this checkout's code too, alternated (capture figure)")
+    ap.add_argument("--baseline-tree", type=Path,
+                    help="run this checkout's code too, alternated (capture and frames figures)")
     ap.add_argument("--anon-limit-gb", type=float,
                     help="kill the bench and its children if their anonymous memory exceeds this (GB)")
     ap.add_argument("--pandas-baseline", nargs="+", type=Path, help=argparse.SUPPRESS)
@@ -471,7 +490,7 @@ def main() -> None:
     if "window" in figures:
         results += figure_window(paths, a.repeat)
     if "frames" in figures:
-        results += figure_frames(paths, a.repeat)
+        results += figure_frames(paths, a.repeat, a.baseline_tree)
     for r in results:
         for v in r.values():
             if isinstance(v, dict):

@@ -27,6 +27,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter,
 
 from explorer.model.timeline.counter_labels import caption as counter_caption
 from explorer.model.timeline.lod import fractions_many, last_started
+from explorer.model.timeline.lod_kernels import HAVE_NUMBA, blend_rgb32, counter_lines
 from explorer.model.timeline.time_axis import tick_times
 from explorer.model.timeline.track_tree import Row, TrackTree
 from explorer.model.timeline.trace_index import EventRef
@@ -203,8 +204,10 @@ class RowsLayer(Layer):
                     code[i] = codes[lane.lo + np.clip(last[i], 0, lane.count - 1)]
             if P.COVERAGE_GAMMA != 1.0:
                 frac = frac ** P.COVERAGE_GAMMA
-            rgb = bg + (pal[code] - bg) * frac[:, :, None].astype(np.float32)
-            buf[:len(lanes)] = P.pack_rgb32(rgb)
+            if HAVE_NUMBA:  # the same float32 blend, one compiled pass
+                blend_rgb32(pal, code, frac, bg, buf[:len(lanes)])
+            else:
+                buf[:len(lanes)] = P.pack_rgb32(bg + (pal[code] - bg) * frac[:, :, None].astype(np.float32))
         img = QImage(buf.data, tw, len(buf), tw * 4, QImage.Format_RGB32)
         for i, g in enumerate([g for g, _ in lanes] + folded):
             p.drawImage(QRectF(GUTTER, g.y + 1, tw, g.h - 2), img, QRectF(0, i, tw, 1))
@@ -282,6 +285,29 @@ class RowsLayer(Layer):
                 p.drawText(QRectF(rects[k, 0] + 3, rects[k, 1], avail, rects[k, 3]), Qt.AlignVCenter | Qt.AlignLeft, text)
 
     @staticmethod
+    def _counter_lines(bins, scale: float, base: int, tw: int) -> tuple[np.ndarray, np.ndarray]:
+        """A counter row's vertical lines (x1, y1, x2, y2) per pixel with a value: its min..max
+        envelope, and its mean down to the baseline."""
+        if HAVE_NUMBA:  # the same float64 arithmetic in one compiled pass
+            envelope, mean = np.empty((tw, 4)), np.empty((tw, 4))
+            n_env, n_mean = counter_lines(bins.min, bins.max, bins.mean, scale, float(base), float(GUTTER),
+                                          envelope, mean)
+            return envelope[:n_env], mean[:n_mean]
+        hmax = np.nan_to_num(bins.max * scale, nan=-1.0)
+        hmin = np.nan_to_num(bins.min * scale, nan=0.0)
+        hmean = np.nan_to_num(bins.mean * scale, nan=-1.0)
+        x = GUTTER + np.arange(tw, dtype=np.float64) + 0.5
+        out = []
+        for top_h, bottom_h in ((hmax, hmin), (hmean, np.zeros(tw))):
+            ok = np.flatnonzero(top_h >= 0)
+            lines = np.empty((len(ok), 4), dtype=np.float64)
+            lines[:, 0] = lines[:, 2] = x[ok]
+            lines[:, 1] = base - np.minimum(bottom_h[ok], top_h[ok])
+            lines[:, 3] = base - np.maximum(top_h[ok], 0.5)
+            out.append(lines)
+        return out[0], out[1]
+
+    @staticmethod
     def _paint_counters(p: QPainter, f: Frame, geoms: list[RowGeom], edges: np.ndarray) -> None:
         index = f.state.index
         tw = f.track_width
@@ -294,25 +320,16 @@ class RowsLayer(Layer):
             top = max(series.peak, ref or 0.0) or 1.0
             h = g.h - 6
             scale = h / top
-            hmax = np.nan_to_num(bins.max * scale, nan=-1.0)
-            hmin = np.nan_to_num(bins.min * scale, nan=0.0)
-            hmean = np.nan_to_num(bins.mean * scale, nan=-1.0)
             colour = P.ACCENT if "Bandwidth" in series.name else QColor("#c678dd") if "Usage" in series.name else QColor("#e5c07b")
             base = g.y + 3 + h
-            x = GUTTER + np.arange(tw, dtype=np.float64) + 0.5
             # the min..max envelope of each pixel (peaks never vanish), then the mean as a filled area
-            for top_h, bottom_h, alpha in ((hmax, hmin, 110), (hmean, np.zeros(tw), 210)):
-                ok = np.flatnonzero(top_h >= 0)
-                if not len(ok):
+            for lines, alpha in zip(RowsLayer._counter_lines(bins, scale, base, tw), (110, 210)):
+                if not len(lines):
                     continue
-                lines = np.empty((len(ok), 4), dtype=np.float64)
-                lines[:, 0] = lines[:, 2] = x[ok]
-                lines[:, 1] = base - np.minimum(bottom_h[ok], top_h[ok])
-                lines[:, 3] = base - np.maximum(top_h[ok], 0.5)
                 c = QColor(colour)
                 c.setAlpha(alpha)
                 p.setPen(QPen(c, 1))
-                p.drawLines(shiboken6.wrapInstance(lines.ctypes.data, QLineF), len(ok))
+                p.drawLines(shiboken6.wrapInstance(lines.ctypes.data, QLineF), len(lines))
             if ref and top == ref:  # 100% of the hardware peak
                 p.setPen(QPen(QColor(224, 108, 117, 160), 1, Qt.DashLine))
                 p.drawLine(GUTTER, g.y + 3, f.width, g.y + 3)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QThread, Signal
 
-from explorer.model.timeline import index_cache
+from explorer.model.timeline import index_cache, lod_kernels
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.utilisation import Utilisation
 from simcore.errors import MiB, MemoryNeed, describe, path_bytes, user_caused
@@ -57,7 +57,8 @@ def load(path: Path, progress=None, colour_mode: str = "opcode") -> LoadedTrace:
     say(0.86, "colouring")
     index.colours(colour_mode)
     say(0.93, "utilisation")
-    util = Utilisation(index)
+    util = Utilisation(index)  # (its coverage loads the frame's compiled loops here, off the GUI thread)
+    lod_kernels.warm()
     say(1.0, "ready")
     return LoadedTrace(path, index, util)
 

@@ -206,8 +206,8 @@ class TrackCanvas(QWidget):
         p = QPainter(self)
         p.setFont(self._font)
         w, h = self.width(), self.height()
-        p.fillRect(0, 0, w, h, P.BACKGROUND)
         if self.state.index is None or self.tree is None:
+            p.fillRect(0, 0, w, h, P.BACKGROUND)
             p.setPen(P.TEXT_DIM)
             if not self.counters:
                 p.drawText(QRect(0, 0, w, h), Qt.AlignCenter,
@@ -216,7 +216,7 @@ class TrackCanvas(QWidget):
             return
         f = self.frame()
         n_static = next((i for i, layer in enumerate(self.layers) if not layer.static), len(self.layers))
-        p.drawPixmap(0, 0, self._static_picture(f, self.layers[:n_static]))
+        p.drawPixmap(0, 0, self._static_picture(f, self.layers[:n_static]))  # opaque, the whole canvas: no fill
         for layer in self.layers[n_static:]:
             self._paint_layer(p, f, layer)
         p.end()

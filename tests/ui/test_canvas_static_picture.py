@@ -63,3 +63,23 @@ def test_zoom_pan_colours_and_folding_repaint_the_rows(window, qtbot):
     shown = canvas.grab().toImage()
     assert shown == _fresh(canvas)
     assert calls[0] >= 4
+
+
+def test_the_compiled_pixel_loops_paint_what_numpy_painted(window, qtbot, monkeypatch):
+    """Coverage, colours and counter lines from lod_kernels: the same pixels as the numpy formulas."""
+    from explorer.model.timeline import lod
+    from explorer.ui import canvas_layers
+
+    if not canvas_layers.HAVE_NUMBA:
+        return
+    tl = window.timeline
+    vp = tl.viewport
+    for t0, t1 in ((vp.lo, vp.hi), (vp.lo + 0.3 * (vp.hi - vp.lo), vp.lo + 0.31 * (vp.hi - vp.lo)), (1234.5, 1290.25)):
+        vp.set_range(t0, t1)
+        shots = []
+        for compiled in (True, False):
+            with monkeypatch.context() as m:
+                m.setattr(canvas_layers, "HAVE_NUMBA", compiled)
+                m.setattr(lod, "HAVE_NUMBA", compiled)
+                shots.append([_fresh(c) for c in (tl.canvas, tl.counter_canvas)])
+        assert shots[0] == shots[1]

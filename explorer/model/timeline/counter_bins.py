@@ -36,6 +36,7 @@ class CounterSeries:
     value: np.ndarray
     _integral: np.ndarray | None = field(default=None, repr=False)
     _levels: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
+    _peak: float | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.time = np.ascontiguousarray(self.time, dtype=np.int64)
@@ -43,7 +44,10 @@ class CounterSeries:
 
     @property
     def peak(self) -> float:
-        return float(self.value.max()) if len(self.value) else 0.0
+        """The largest value (kept: a counter row reads it every frame)."""
+        if self._peak is None:
+            self._peak = float(self.value.max()) if len(self.value) else 0.0
+        return self._peak
 
     def value_at(self, t: float) -> float | None:
         """The value held at time t (None before the first sample)."""

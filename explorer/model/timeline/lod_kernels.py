@@ -1,0 +1,151 @@
+"""A frame's per-pixel loops, compiled: coverage from the prefix sums, and the colour blend.
+
+`lod.fractions_many` and the lanes' colouring did this as a dozen numpy passes over (rows x
+pixels) arrays plus one `searchsorted` per row over the whole lane: at 100M events, ~35% of a
+zoom step's GUI-thread time. Here each row is one pass: the pixel edges are searched by
+galloping from the previous edge's answer (edges are sorted, so each search starts where the
+last ended and touches memory next to it), and each pixel's busy fraction is computed as the
+numpy formula computes it, operation for operation in the same float types, so the pictures
+are identical bit for bit (tests/model/test_lod_kernels.py compares them with the numpy path).
+
+Functions compile once per machine (`cache=True`); the first trace opened loads them in the
+loader thread (its utilisation uses `fractions_many`; `warm` does the rest). Without numba
+(`HAVE_NUMBA` false) the callers keep their numpy paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simcore.jit import HAVE_NUMBA, njit
+
+
+@njit(cache=True, nogil=True)
+def counts_le(a: np.ndarray, lo: int, hi: int, keys: np.ndarray, out: np.ndarray) -> None:
+    """out[k] = how many of a[lo:hi] (sorted) are <= keys[k], for non-decreasing keys:
+    `np.searchsorted(a[lo:hi], keys, side="right")`."""
+    n = hi - lo
+    c = 0
+    for k in range(len(keys)):
+        key = keys[k]
+        if c < n and a[lo + c] <= key:
+            known = c  # a[lo + known] <= key: the answer is past it
+            step = 1
+            while known + step < n and a[lo + known + step] <= key:
+                known += step
+                step *= 2
+            left, right = known + 1, min(known + step, n)  # the first element > key is in [left, right]
+            while left < right:
+                m = (left + right) >> 1
+                if a[lo + m] <= key:
+                    left = m + 1
+                else:
+                    right = m
+            c = left
+        out[k] = c
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def coverage_row(start: np.ndarray, dur: np.ndarray, cum: np.ndarray, lo: int, hi: int, e: np.ndarray,
+                 keys: np.ndarray, count: np.ndarray, frac: np.ndarray, last: np.ndarray) -> None:
+    """One row of `fractions_many`: busy fraction of each bin between edges `e` (float ns; `keys`
+    their floors) over the disjoint intervals [lo, hi) of root arrays start, dur and their prefix
+    sum cum, and the (row-relative) last interval starting at or before each bin's right edge."""
+    counts_le(start, lo, hi, keys, count)
+    base = cum[lo]
+    prev = 0.0
+    for k in range(len(e)):
+        j = count[k] - 1
+        if j >= 0:
+            i = lo + j
+            part = e[k] - np.float64(start[i])  # np.clip(e - start, 0.0, dur)
+            if part < 0.0:
+                part = 0.0
+            d = np.float64(dur[i])
+            if part > d:
+                part = d
+            b = np.float64(cum[i] - base) + part
+        else:
+            b = 0.0
+        if k > 0:
+            f = (b - prev) / (e[k] - e[k - 1])
+            if f != f:  # nan_to_num, then clip to [0, 1]
+                f = 0.0
+            elif f > 1.0:
+                f = 1.0
+            elif f < 0.0:
+                f = 0.0
+            frac[k - 1] = f
+            last[k - 1] = j
+        prev = b
+
+
+@njit(cache=True, nogil=True)
+def blend_rgb32(pal: np.ndarray, code: np.ndarray, frac: np.ndarray, bg: np.ndarray, out: np.ndarray) -> None:
+    """out = `palette.pack_rgb32(bg + (pal[code] - bg) * frac.astype(float32))`, in float32 as numpy
+    computes it: each pixel's category colour over the background by its busy fraction."""
+    n = pal.shape[0]
+    zero, top = np.float32(0.0), np.float32(255.0)
+    for r in range(code.shape[0]):
+        for k in range(code.shape[1]):
+            c = code[r, k]
+            if c < 0:
+                c += n
+            f = np.float32(frac[r, k])
+            px = np.uint32(0xFF000000)
+            for ch in range(3):
+                v = bg[ch] + (pal[c, ch] - bg[ch]) * f
+                if v < zero:
+                    v = zero
+                elif v > top:
+                    v = top
+                px |= np.uint32(v) << np.uint32(8 * (2 - ch))
+            out[r, k] = px
+
+
+@njit(cache=True, nogil=True)
+def _nan_to_num(v: float, nan: float) -> float:
+    if v != v:
+        return nan
+    if v > 1.7976931348623157e308:
+        return 1.7976931348623157e308
+    if v < -1.7976931348623157e308:
+        return -1.7976931348623157e308
+    return v
+
+
+@njit(cache=True, nogil=True)
+def counter_lines(vmin: np.ndarray, vmax: np.ndarray, vmean: np.ndarray, scale: float, base: float, x0: float,
+                  envelope: np.ndarray, mean: np.ndarray) -> tuple[int, int]:
+    """A counter row's vertical lines, one per pixel with a value: the min..max envelope, then the
+    mean down to the baseline, as (x1, y1, x2, y2) rows of `envelope` and `mean` (how many of each
+    are returned). The numpy formulas of the counter rows, in the same float64 operations."""
+    n_env = n_mean = 0
+    for k in range(len(vmax)):
+        x = x0 + np.float64(k) + 0.5
+        top = _nan_to_num(vmax[k] * scale, -1.0)
+        if top >= 0:
+            bottom = _nan_to_num(vmin[k] * scale, 0.0)
+            envelope[n_env, 0] = x
+            envelope[n_env, 1] = base - min(bottom, top)
+            envelope[n_env, 2] = x
+            envelope[n_env, 3] = base - max(top, 0.5)
+            n_env += 1
+        top = _nan_to_num(vmean[k] * scale, -1.0)
+        if top >= 0:
+            mean[n_mean, 0] = x
+            mean[n_mean, 1] = base - min(0.0, top)
+            mean[n_mean, 2] = x
+            mean[n_mean, 3] = base - max(top, 0.5)
+            n_mean += 1
+    return n_env, n_mean
+
+
+def warm() -> None:
+    """Load (or compile, once per machine) the blend off the GUI thread, before the first frame."""
+    if HAVE_NUMBA:
+        out = np.empty((1, 1), dtype=np.uint32)
+        blend_rgb32(np.zeros((1, 3), np.float32), np.zeros((1, 1), np.int32), np.zeros((1, 1)),
+                    np.zeros(3, np.float32), out)
+        one, lines = np.zeros(1), np.empty((1, 4))
+        counter_lines(one, one, one, 1.0, 1.0, 0.0, lines, lines)

@@ -1,0 +1,98 @@
+"""The compiled per-pixel loops draw exactly what the numpy formulas drew, bit for bit.
+
+The timeline's coverage lines (busy fraction and colour of each pixel of each row) are computed
+by lod_kernels when numba is there; these compare them with the numpy path (`HAVE_NUMBA` off)
+on random lanes at every zoom, from the whole span to edges a fraction of a nanosecond apart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.model.timeline import lod
+from explorer.model.timeline.lod import Coverage, fractions_many, last_started
+from explorer.model.timeline.lod_kernels import HAVE_NUMBA, blend_rgb32
+
+pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is what is compared")
+
+
+def _numpy(monkeypatch, f, *args):
+    with monkeypatch.context() as m:
+        m.setattr(lod, "HAVE_NUMBA", False)
+        return f(*args)
+
+
+def _lanes(rng, n_lanes: int = 5) -> list[Coverage]:
+    """Disjoint lanes sharing root arrays (as a table's tracks do), one of them empty."""
+    covs, starts, durs, lo = [], [], [], 0
+    for k in range(n_lanes):
+        n = 0 if k == 2 else int(rng.integers(1, 4000))
+        gaps = rng.integers(0, 50, n) * (rng.random(n) < 0.7)  # many back to back, some gaps
+        dur = rng.integers(1, 200, n)
+        start = 1_000 * k + np.cumsum(gaps + np.r_[0, dur[:-1]]) if n else np.zeros(0, np.int64)
+        starts.append(start)
+        durs.append(dur)
+        covs.append((lo, lo + n))
+        lo += n
+    root_start = np.concatenate(starts).astype(np.int64)
+    root_dur = np.concatenate(durs).astype(np.int64)
+    cum = lod.prefix_sum(root_dur)
+    return [Coverage(root_start, root_dur, cum, a, b) for a, b in covs]
+
+
+def _edges(rng, covs) -> list[np.ndarray]:
+    hi = max(int(c.start[-1] + c.dur[-1]) for c in covs if c.hi > c.lo)
+    out = [np.linspace(-500.0, hi + 500.0, 1681)]  # the whole span and beyond
+    for width in (1e5, 1e3, 37.3, 2.0, 0.01):  # deeper and deeper, down to many pixels per nanosecond
+        t0 = float(rng.uniform(0, hi))
+        out.append(t0 + width * (np.arange(1681, dtype=np.float64) / 1680))
+    out.append(np.array([3.0, 3.0 + 1e-9, 7.5, 7.5, 9.0]))  # tiny and empty bins
+    return out
+
+
+def test_coverage_and_last_match_numpy_bit_for_bit(monkeypatch):
+    rng = np.random.default_rng(16)
+    for _ in range(4):
+        covs = _lanes(rng)
+        for e in _edges(rng, covs):
+            got = fractions_many(covs, e)
+            want = _numpy(monkeypatch, fractions_many, covs, e)
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype and np.array_equal(g, w)
+            for c in covs:
+                assert np.array_equal(last_started(c.start, e), _numpy(monkeypatch, last_started, c.start, e))
+
+
+def test_blend_matches_the_numpy_blend_bit_for_bit():
+    from explorer.ui.palette import pack_rgb32
+
+    rng = np.random.default_rng(3)
+    pal = rng.integers(0, 256, (40, 3)).astype(np.float32)
+    bg = np.array([27, 29, 35], dtype=np.float32)
+    code = rng.integers(0, 40, (30, 1680)).astype(np.int32)
+    frac = rng.random((30, 1680))
+    frac[:, ::7] = 0.0
+    frac[:, ::11] = 1.0
+    frac[0] = np.linspace(0, 1, 1680) ** 0.6
+    out = np.empty(code.shape, dtype=np.uint32)
+    blend_rgb32(pal, code, frac, bg, out)
+    assert np.array_equal(out, pack_rgb32(bg + (pal[code] - bg) * frac[:, :, None].astype(np.float32)))
+
+
+def test_counter_lines_match_numpy_bit_for_bit(monkeypatch):
+    from explorer.model.timeline.counter_bins import CounterSeries
+    from explorer.ui import canvas_layers
+    from explorer.ui.canvas_layers import RowsLayer
+
+    rng = np.random.default_rng(5)
+    t = np.cumsum(rng.integers(1, 500, 20_000))
+    series = CounterSeries("HBM Read Bandwidth", "B/s", t, rng.random(20_000) * 1e11)
+    for t0, width in ((-1e4, 2e7), (float(t[5_000]), 3e4), (float(t[100]), 50.0), (float(t[-1]) - 10, 1e5)):
+        bins = series.bins(t0 + width * np.arange(1681) / 1680)
+        got = RowsLayer._counter_lines(bins, 38 / series.peak, 120, 1680)
+        with monkeypatch.context() as m:
+            m.setattr(canvas_layers, "HAVE_NUMBA", False)
+            want = RowsLayer._counter_lines(bins, 38 / series.peak, 120, 1680)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and np.array_equal(g, w)
