@@ -212,12 +212,15 @@ class RowsLayer(Layer):
         for i, g in enumerate([g for g, _ in lanes] + folded):
             p.drawImage(QRectF(GUTTER, g.y + 1, tw, g.h - 2), img, QRectF(0, i, tw, 1))
         limit = tw // SPARSE_PX_PER_EVENT
+        sparse = []
         for i, (g, lane) in enumerate(lanes):
             if last[i, -1] - last[i, 0] > limit:  # at least that many start on screen: dense
                 continue
             a, b = lane.visible(vp.t0, vp.t1)
             if 0 < b - a <= limit:
-                self._paint_rects(p, f, g, lane, a, b)
+                sparse.append((g, lane, a, b))
+        if sparse:
+            self._paint_rects(p, f, sparse)
 
     @staticmethod
     def _paint_folded_summaries(f: Frame, out: np.ndarray, folded: list[RowGeom], edges: np.ndarray) -> None:
@@ -236,46 +239,67 @@ class RowsLayer(Layer):
             frac = fractions_many([lanes[j].coverage for j in pick], edges)[0].mean(axis=0)
             out[i] = P.pack_rgb32(bg + (fg - bg) * frac[:, None].astype(np.float32))
 
-    def _paint_rects(self, p: QPainter, f: Frame, g: RowGeom, lane, a: int, b: int) -> None:
+    def _paint_rects(self, p: QPainter, f: Frame, sparse: list[tuple[RowGeom, object, int, int]]) -> None:
+        """Outlined rectangles (and labels where wide) of the visible intervals of sparse rows
+        [(row, lane, a, b)]: one `drawRects` per colour for all the rows (rows never overlap, so
+        drawing colour by colour across rows paints what row by row did, in far fewer calls)."""
         px = f.px_per_ns
         t0 = f.state.viewport.t0
-        x = GUTTER + (lane.start[a:b] - t0) * px
-        wdt = lane.dur[a:b] * px
-        keep = np.flatnonzero(wdt >= MIN_RECT_PX)
-        if not len(keep):
+        rows, waits = [], []
+        for g, lane, a, b in sparse:
+            x = GUTTER + (lane.start[a:b] - t0) * px
+            wdt = lane.dur[a:b] * px
+            keep = np.flatnonzero(wdt >= MIN_RECT_PX)
+            if not len(keep):
+                continue
+            x0 = np.maximum(x[keep], GUTTER - 2.0)
+            x1 = np.minimum(x[keep] + wdt[keep], f.width + 2.0)
+            codes = f.state.colour_codes.codes[lane.events.name][lane.lo + a:lane.lo + b][keep]
+            order = np.argsort(codes, kind="stable")  # a row's rectangles, waits and labels go colour by colour
+            codes = codes[order]
+            rects = np.empty((len(order), 4), dtype=np.float64)
+            rects[:, 0] = x0[order]
+            rects[:, 1] = g.y + 1
+            rects[:, 2] = x1[order] - x0[order]
+            rects[:, 3] = g.h - 2
+            rows.append((codes, rects))
+            if lane.events.name == "collectives":  # the wait part of each rank, hatched
+                w = lane.events.sorted_column("start_ns")[lane.lo + a:lane.lo + b][keep][order]
+                wr = rects.copy()
+                wr[:, 2] = np.clip(GUTTER + (w - t0) * px, x0[order], x1[order]) - wr[:, 0]
+                waits.append(wr[wr[:, 2] >= 1.0])
+        if not rows:
             return
-        x0 = np.maximum(x[keep], GUTTER - 2.0)
-        x1 = np.minimum(x[keep] + wdt[keep], f.width + 2.0)
-        codes = f.state.colour_codes.codes[lane.events.name][lane.lo + a:lane.lo + b][keep]
-        order = np.argsort(codes, kind="stable")
+        codes = np.concatenate([c for c, _ in rows])
+        order = np.argsort(codes, kind="stable")  # by colour; within one, row by row, each in its order
         codes = codes[order]
-        rects = np.empty((len(order), 4), dtype=np.float64)
-        rects[:, 0] = x0[order]
-        rects[:, 1] = g.y + 1
-        rects[:, 2] = x1[order] - x0[order]
-        rects[:, 3] = g.h - 2
+        rects = np.ascontiguousarray(np.concatenate([r for _, r in rows])[order])
         bounds = np.r_[0, np.flatnonzero(np.diff(codes)) + 1, len(codes)]
         base = rects.ctypes.data
-        for s, e in zip(bounds[:-1], bounds[1:]):
+        for s, e in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             colour = f.colours.colours[int(codes[s])]
             p.setBrush(colour)
             p.setPen(QPen(colour.darker(160), 0))
-            p.drawRects(shiboken6.wrapInstance(base + int(s) * 32, QRectF), int(e - s))
-        if lane.events.name == "collectives":  # the wait part of each rank, hatched
-            waits = lane.events.sorted_column("start_ns")[lane.lo + a:lane.lo + b][keep][order]
-            wr = rects.copy()
-            wr[:, 2] = np.clip(GUTTER + (waits - t0) * px, x0[order], x1[order]) - wr[:, 0]
-            wr = np.ascontiguousarray(wr[wr[:, 2] >= 1.0])
-            if len(wr):
-                p.setBrush(QBrush(P.WAIT, Qt.BDiagPattern))
-                p.setPen(QPen(P.WAIT, 0))
-                p.drawRects(shiboken6.wrapInstance(wr.ctypes.data, QRectF), len(wr))
-        wide = np.flatnonzero(rects[:, 2] >= LABEL_PX)[:MAX_LABELS]
-        if len(wide):
-            fm = QFontMetrics(f.font)
-            names = f.state.colour_codes.names
-            p.setPen(QColor("#101216"))
-            for k in wide:
+            p.drawRects(shiboken6.wrapInstance(base + s * 32, QRectF), e - s)
+        wr = np.ascontiguousarray(np.concatenate(waits)) if waits else np.zeros((0, 4))
+        if len(wr):
+            p.setBrush(QBrush(P.WAIT, Qt.BDiagPattern))
+            p.setPen(QPen(P.WAIT, 0))
+            p.drawRects(shiboken6.wrapInstance(wr.ctypes.data, QRectF), len(wr))
+        self._paint_labels(p, f, rows)
+
+    def _paint_labels(self, p: QPainter, f: Frame, rows: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Each wide rectangle's name (up to MAX_LABELS a row, colour by colour), elided to fit."""
+        fm = None
+        names = f.state.colour_codes.names
+        for codes, rects in rows:
+            wide = np.flatnonzero(rects[:, 2] >= LABEL_PX)[:MAX_LABELS]
+            if not len(wide):
+                continue
+            if fm is None:
+                fm = QFontMetrics(f.font)
+                p.setPen(QColor("#101216"))
+            for k in wide.tolist():
                 name = names[int(codes[k])]
                 width = self._text_widths.get(name)
                 if width is None:
