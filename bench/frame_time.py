@@ -34,7 +34,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # last: a PYTHONPATH tree (a baseline) comes first
 from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
 
 import numpy as np  # noqa: E402

@@ -304,6 +304,8 @@ def figure_frames(paths: dict[str, Path], repeat: int, baseline_tree: Path | Non
         for tree in trees:
             r = run([__file__, "--frames", str(p), "--repeat", str(repeat)], python=True, tree=tree)
             got = json.loads(r["stdout"].strip().splitlines()[-1])
+            if Path(got["code"]).resolve() != tree.resolve():
+                raise SystemExit(f"the frames of {tree} ran {got['code']}'s code")
             got["load"] = os.getloadavg()[0]
             label = "this tree" if tree == ROOT else f"baseline {tree}"
             for when, what in (("during", "during the analyses"),
