@@ -25,7 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from explorer.model.intervals import sorted_runs
-from explorer.model.timeline.lod_kernels import HAVE_NUMBA, coverage_row, counts_le
+
+HAVE_NUMBA = True  # use lod_kernels' compiled loops (imported on first use: importing numba costs
+# ~0.3 s and much address space, which commands that never draw a timeline should not pay)
 
 
 def merge_overlaps(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +118,9 @@ def fractions_many(covs: list[Coverage], edges: np.ndarray) -> tuple[np.ndarray,
     if not live or nb < 1:
         return frac, last
     keys = np.floor(e).astype(np.int64)  # integer keys: a float key would convert the whole root
-    if HAVE_NUMBA and nb > 1 and bool((keys[1:] >= keys[:-1]).all()):
+    if HAVE_NUMBA and nb > 1 and bool((keys[1:] >= keys[:-1]).all()) and _kernels():
+        from explorer.model.timeline.lod_kernels import coverage_row
+
         # one compiled pass per row, the same arithmetic (lod_kernels)
         count = np.empty(nb + 1, dtype=np.int64)
         for i in live:
@@ -158,8 +162,17 @@ def last_started(start: np.ndarray, edges: np.ndarray) -> np.ndarray:
     the colour a coverage pixel takes.
     """
     right = np.ceil(np.asarray(edges, dtype=np.float64)[1:]).astype(np.int64) - 1
-    if HAVE_NUMBA and len(right) > 1 and bool((right[1:] >= right[:-1]).all()):
+    if HAVE_NUMBA and len(right) > 1 and bool((right[1:] >= right[:-1]).all()) and _kernels():
+        from explorer.model.timeline.lod_kernels import counts_le
+
         out = np.empty(len(right), dtype=np.int64)
         counts_le(start, 0, len(start), right, out)  # galloping from each edge's answer to the next
         return out - 1
     return np.searchsorted(start, right, side="right") - 1
+
+
+def _kernels() -> bool:
+    """Whether the compiled loops are there (numba installed), importing them on first use."""
+    from explorer.model.timeline.lod_kernels import HAVE_NUMBA as have
+
+    return have
