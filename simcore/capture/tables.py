@@ -213,8 +213,9 @@ class TraceTables:
         })
         runtime = self._runtime_events()
         d = self.detail_rows
-        self._write_events(w, "instructions", d.tracks(self.engine_base, dma=False), runtime, INSTR_VOCABS, dma=False)
-        self._write_events(w, "dma", d.tracks(self.engine_base, dma=True), {}, DMA_VOCABS, dma=True)
+        reuse = len(d.per_core) > 1  # each detailed core's tracks have the sizes of the one before
+        self._write_events(w, "instructions", d.tracks(self.engine_base, dma=False), runtime, INSTR_VOCABS, False, reuse)
+        self._write_events(w, "dma", d.tracks(self.engine_base, dma=True), {}, DMA_VOCABS, True, reuse)
         self._write_kernels(w)
         self._write_ops(w)
         self._write_counters(w)
@@ -244,12 +245,14 @@ class TraceTables:
 
     @staticmethod
     def _write_events(w: TraceWriter, table: str, chunks: dict[int, list], whole: dict[int, dict[str, np.ndarray]],
-                      vocabs: dict[str, list[str]], dma: bool) -> None:
+                      vocabs: dict[str, list[str]], dma: bool, reuse: bool = True) -> None:
         """One record batch per track, tracks in id order: grouped by track, and each track's rows one
         chunk, which a reader maps as a numpy view (a track split over batches must be copied whole
         to be searched as one array, as the timeline does). `chunks` are detailed cores' engine tracks
         (built here, one at a time), `whole` tracks whose rows are already columns."""
-        pool = ColumnPool()  # a track written lends its memory to the next one
+        # a track written lends its memory to a later one of its size (another detailed core's); with one
+        # detailed core no size comes back, and blocks kept would only take memory the page cache could reuse
+        pool = ColumnPool() if reuse else None
         for track in sorted(set(chunks) | set(whole)):
             if track in chunks and track in whole:
                 raise AssertionError(f"track {track} holds both runtime and engine rows")
