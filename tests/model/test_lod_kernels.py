@@ -96,3 +96,25 @@ def test_counter_lines_match_numpy_bit_for_bit(monkeypatch):
             want = RowsLayer._counter_lines(bins, 38 / series.peak, 120, 1680)
         for g, w in zip(got, want):
             assert g.shape == w.shape and np.array_equal(g, w)
+
+
+def test_counter_bins_match_numpy_bit_for_bit(monkeypatch):
+    from explorer.model.timeline import counter_bins
+    from explorer.model.timeline.counter_bins import CounterSeries
+
+    rng = np.random.default_rng(7)
+    t = np.cumsum(rng.integers(1, 500, 50_000))
+    v = rng.random(50_000) * 1e11
+    v[::97] = 0.0
+    series = CounterSeries("HBM Read Bandwidth", "B/s", t, v)
+    spans = [(-1e6, 5e7), (-10.0, 1e3), (float(t[5_000]), 3e4), (float(t[100]), 50.0), (float(t[-1]) - 10, 1e5),
+             (float(t[20_000]), 3e6), (float(t[3]) - 0.25, 2.5)]
+    for t0, width in spans:
+        for e in (t0 + width * np.arange(1681) / 1680, np.r_[float(t[10]), float(t[10]), float(t[11]), t[12:40:3].astype(float)]):
+            got = series.bins(e)
+            with monkeypatch.context() as m:
+                m.setattr(counter_bins, "HAVE_NUMBA", False)
+                want = series.bins(e)
+            for name in ("min", "max", "mean", "last"):
+                g, w = getattr(got, name), getattr(want, name)
+                assert np.array_equal(g, w, equal_nan=True), (name, t0, width)

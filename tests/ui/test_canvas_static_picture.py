@@ -66,8 +66,8 @@ def test_zoom_pan_colours_and_folding_repaint_the_rows(window, qtbot):
 
 
 def test_the_compiled_pixel_loops_paint_what_numpy_painted(window, qtbot, monkeypatch):
-    """Coverage, colours and counter lines from lod_kernels: the same pixels as the numpy formulas."""
-    from explorer.model.timeline import lod
+    """Coverage, colours, counter bins and lines from lod_kernels: the same pixels as the numpy formulas."""
+    from explorer.model.timeline import counter_bins, lod
     from explorer.ui import canvas_layers
 
     if not canvas_layers.HAVE_NUMBA:
@@ -81,5 +81,6 @@ def test_the_compiled_pixel_loops_paint_what_numpy_painted(window, qtbot, monkey
             with monkeypatch.context() as m:
                 m.setattr(canvas_layers, "HAVE_NUMBA", compiled)
                 m.setattr(lod, "HAVE_NUMBA", compiled)
+                m.setattr(counter_bins, "HAVE_NUMBA", compiled)
                 shots.append([_fresh(c) for c in (tl.canvas, tl.counter_canvas)])
         assert shots[0] == shots[1]

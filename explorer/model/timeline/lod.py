@@ -118,7 +118,7 @@ def fractions_many(covs: list[Coverage], edges: np.ndarray) -> tuple[np.ndarray,
     if not live or nb < 1:
         return frac, last
     keys = np.floor(e).astype(np.int64)  # integer keys: a float key would convert the whole root
-    if HAVE_NUMBA and nb > 1 and bool((keys[1:] >= keys[:-1]).all()) and _kernels():
+    if HAVE_NUMBA and nb > 1 and bool((keys[1:] >= keys[:-1]).all()) and compiled_loops():
         from explorer.model.timeline.lod_kernels import coverage_row
 
         # one compiled pass per row, the same arithmetic (lod_kernels)
@@ -162,7 +162,7 @@ def last_started(start: np.ndarray, edges: np.ndarray) -> np.ndarray:
     the colour a coverage pixel takes.
     """
     right = np.ceil(np.asarray(edges, dtype=np.float64)[1:]).astype(np.int64) - 1
-    if HAVE_NUMBA and len(right) > 1 and bool((right[1:] >= right[:-1]).all()) and _kernels():
+    if HAVE_NUMBA and len(right) > 1 and bool((right[1:] >= right[:-1]).all()) and compiled_loops():
         from explorer.model.timeline.lod_kernels import counts_le
 
         out = np.empty(len(right), dtype=np.int64)
@@ -171,7 +171,7 @@ def last_started(start: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.searchsorted(start, right, side="right") - 1
 
 
-def _kernels() -> bool:
+def compiled_loops() -> bool:
     """Whether the compiled loops are there (numba installed), importing them on first use."""
     from explorer.model.timeline.lod_kernels import HAVE_NUMBA as have
 

@@ -141,6 +141,64 @@ def counter_lines(vmin: np.ndarray, vmax: np.ndarray, vmean: np.ndarray, scale: 
     return n_env, n_mean
 
 
+@njit(cache=True, nogil=True)
+def counter_spans(time: np.ndarray, held: np.ndarray, e: np.ndarray, first: np.ndarray, stop: np.ndarray) -> None:
+    """Each bin's samples [first, stop) of `CounterSeries.bins`: the one held at its left edge and
+    those inside it, a sample exactly at its right edge belonging to the next bin."""
+    for i in range(len(e) - 1):
+        f = held[i] if held[i] > 0 else 0
+        s = held[i + 1] + 1
+        if s < f + 1:
+            s = f + 1
+        h = held[i + 1]
+        if h >= 0 and np.float64(time[h]) == e[i + 1] and s - 1 > f:
+            s -= 1
+        first[i] = f
+        stop[i] = s
+
+
+@njit(cache=True, nogil=True)
+def counter_bin_stats(time: np.ndarray, value: np.ndarray, integral: np.ndarray, lo_arr: np.ndarray,
+                      hi_arr: np.ndarray, level: int, e: np.ndarray, held: np.ndarray, first: np.ndarray,
+                      stop: np.ndarray, vmin: np.ndarray, vmax: np.ndarray, mean: np.ndarray, last: np.ndarray) -> None:
+    """`CounterSeries.bins` after its search (held sample at each edge, each bin's samples
+    [first, stop)) and its choice of pyramid level: min and max over the level's blocks, the
+    time-weighted mean through the prefix integral, the last value; NaN where no sample has
+    started. The numpy formulas (reduceat over block pairs, NaN propagating) in one pass."""
+    nb = len(e) - 1
+    n_blocks = len(lo_arr) - 1  # without the padding copy
+    nan = np.nan
+    prev = 0.0
+    for k in range(nb + 1):
+        h = held[k]
+        hc = h if h > 0 else 0
+        integ = integral[hc] + value[hc] * (e[k] - np.float64(time[hc])) if h >= 0 else 0.0
+        if k > 0:
+            i = k - 1
+            if np.float64(time[0]) >= e[k]:  # no sample before the bin's right edge
+                vmin[i] = vmax[i] = mean[i] = last[i] = nan
+            else:
+                a = first[i] >> level
+                b = (stop[i] + (1 << level) - 1) >> level
+                if b < a + 1:
+                    b = a + 1
+                a = min(a, n_blocks - 1)
+                b = min(b, n_blocks)
+                lo_v, hi_v = lo_arr[a], hi_arr[a]
+                for j in range(a + 1, b):  # np.minimum / np.maximum: NaN wins
+                    v = lo_arr[j]
+                    if lo_v == lo_v and (v != v or v < lo_v):
+                        lo_v = v
+                    v = hi_arr[j]
+                    if hi_v == hi_v and (v != v or v > hi_v):
+                        hi_v = v
+                vmin[i], vmax[i] = lo_v, hi_v
+                mean[i] = (integ - prev) / max(e[k] - e[k - 1], 1e-12)
+                s = stop[i] - 1
+                last[i] = value[s if s > 0 else 0]
+        prev = integ
+
+
 def warm() -> None:
     """Load (or compile, once per machine) the blend off the GUI thread, before the first frame."""
     if HAVE_NUMBA:
