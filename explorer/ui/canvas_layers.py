@@ -8,12 +8,13 @@ edges of the time axis) and hands it to its layers in order: `GridLayer` (tick l
 (warning bands, a query track, annotations) is one more layer; no layer reads the
 others or any widget.
 
-Lanes are painted straight from numpy: per visible row, `Lane.visible` (two
-`searchsorted`) and `fractions_many` (one `searchsorted` of the pixel edges per row)
-give a coverage line drawn as one row of an RGB32 image; rows with few visible
-intervals get crisp rectangles with one `QPainter.drawRects` per colour over a
-float64 buffer wrapped with `shiboken6.wrapInstance`, and labels where wide. Nothing
-loops over events, so a frame costs the same on a 1k- or a 10M-event trace.
+Lanes are painted straight from arrays: per visible row, `Lane.visible` (two
+`searchsorted`) and `fractions_many` (one pass over the pixel edges per row, compiled:
+explorer.model.timeline.lod_kernels) give a coverage line drawn as one row of an RGB32
+image; rows with few visible intervals get crisp rectangles with one `QPainter.drawRects`
+per colour (for all such rows at once) over a float64 buffer wrapped with
+`shiboken6.wrapInstance`, and labels where wide. Nothing loops over events, so a frame
+costs about the same on a 1k- or a 100M-event trace.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from PySide6.QtCore import QLineF, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QPolygonF
 
 from explorer.model.timeline.counter_labels import caption as counter_caption
-from explorer.model.timeline.lod import fractions_many, last_started
-from explorer.model.timeline.lod_kernels import HAVE_NUMBA, blend_rgb32, counter_lines
+from explorer.model.timeline.lod import compiled_loops, fractions_many, last_started
 from explorer.model.timeline.time_axis import tick_times
 from explorer.model.timeline.track_tree import Row, TrackTree
 from explorer.model.timeline.trace_index import EventRef
@@ -35,6 +35,7 @@ from explorer.model.analysis.metrics import format_quantity
 from explorer.model.timeline.view_state import ViewState
 from explorer.ui import palette as P
 
+HAVE_NUMBA = True  # blend and counter lines with lod_kernels' compiled loops once they are loaded
 GUTTER = 240
 PIN_W = 18
 ROW_H = 18
@@ -204,7 +205,9 @@ class RowsLayer(Layer):
                     code[i] = codes[lane.lo + np.clip(last[i], 0, lane.count - 1)]
             if P.COVERAGE_GAMMA != 1.0:
                 frac = frac ** P.COVERAGE_GAMMA
-            if HAVE_NUMBA:  # the same float32 blend, one compiled pass
+            if HAVE_NUMBA and compiled_loops():  # the same float32 blend, one compiled pass
+                from explorer.model.timeline.lod_kernels import blend_rgb32
+
                 blend_rgb32(pal, code, frac, bg, buf[:len(lanes)])
             else:
                 buf[:len(lanes)] = P.pack_rgb32(bg + (pal[code] - bg) * frac[:, :, None].astype(np.float32))
@@ -312,7 +315,9 @@ class RowsLayer(Layer):
     def _counter_lines(bins, scale: float, base: int, tw: int) -> tuple[np.ndarray, np.ndarray]:
         """A counter row's vertical lines (x1, y1, x2, y2) per pixel with a value: its min..max
         envelope, and its mean down to the baseline."""
-        if HAVE_NUMBA:  # the same float64 arithmetic in one compiled pass
+        if HAVE_NUMBA and compiled_loops():  # the same float64 arithmetic in one compiled pass
+            from explorer.model.timeline.lod_kernels import counter_lines
+
             envelope, mean = np.empty((tw, 4)), np.empty((tw, 4))
             n_env, n_mean = counter_lines(bins.min, bins.max, bins.mean, scale, float(base), float(GUTTER),
                                           envelope, mean)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QThread, Signal
 
-from explorer.model.timeline import index_cache, lod_kernels
+from explorer.model.timeline import index_cache, lod
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.utilisation import Utilisation
 from simcore.errors import MiB, MemoryNeed, describe, path_bytes, user_caused
@@ -43,6 +43,7 @@ def load(path: Path, progress=None, colour_mode: str = "opcode") -> LoadedTrace:
 
     say = progress or (lambda f, m: None)
     say(0.0, f"opening {path.name}")
+    lod.load_compiled_loops_apart()  # the frames' compiled loops, beside this load (the first frame need not wait)
     path = Path(trace_path(str(path)))  # a Neuron Explorer profile directory: imported first
     trace = open_trace(path, validate=False, checksums=False)  # meta, magic and schema now; data below;
     # checksums after the window shows it (TraceLoader.run)
@@ -57,8 +58,7 @@ def load(path: Path, progress=None, colour_mode: str = "opcode") -> LoadedTrace:
     say(0.86, "colouring")
     index.colours(colour_mode)
     say(0.93, "utilisation")
-    util = Utilisation(index)  # (its coverage loads the frame's compiled loops here, off the GUI thread)
-    lod_kernels.warm()
+    util = Utilisation(index)
     say(1.0, "ready")
     return LoadedTrace(path, index, util)
 

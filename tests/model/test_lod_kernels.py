@@ -17,6 +17,13 @@ from explorer.model.timeline.lod_kernels import HAVE_NUMBA, blend_rgb32
 pytestmark = pytest.mark.skipif(not HAVE_NUMBA, reason="numba is what is compared")
 
 
+@pytest.fixture(autouse=True)
+def _compiled_loops_loaded():
+    """A window opened earlier in this process may still be loading them (the numpy path meanwhile)."""
+    lod.wait_for_compiled_loops()
+    assert lod.compiled_loops()
+
+
 def _numpy(monkeypatch, f, *args):
     with monkeypatch.context() as m:
         m.setattr(lod, "HAVE_NUMBA", False)

@@ -70,7 +70,8 @@ def test_the_compiled_pixel_loops_paint_what_numpy_painted(window, qtbot, monkey
     from explorer.model.timeline import counter_bins, lod
     from explorer.ui import canvas_layers
 
-    if not canvas_layers.HAVE_NUMBA:
+    lod.wait_for_compiled_loops()  # the window loads them beside its trace
+    if not lod.compiled_loops():
         return
     tl = window.timeline
     vp = tl.viewport

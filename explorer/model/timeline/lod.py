@@ -20,6 +20,8 @@ the pixels of every visible row in a few numpy calls (`fractions_many`).
 
 from __future__ import annotations
 
+import sys
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,8 +173,35 @@ def last_started(start: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.searchsorted(start, right, side="right") - 1
 
 
+_loading: threading.Thread | None = None  # load_compiled_loops_apart's thread, while it runs
+
+
 def compiled_loops() -> bool:
-    """Whether the compiled loops are there (numba installed), importing them on first use."""
+    """Whether the compiled loops are there (numba installed), importing them on first use;
+    False while `load_compiled_loops_apart` loads them (the numpy path draws the same meanwhile)."""
+    if _loading is not None and _loading.is_alive():
+        return False
     from explorer.model.timeline.lod_kernels import HAVE_NUMBA as have
 
     return have
+
+
+def load_compiled_loops_apart() -> None:
+    """Import numba and load (or compile, once per machine) the compiled loops on a thread of their
+    own: ~0.4-0.6 s that the window's first frame need not wait for."""
+    global _loading
+    if _loading is None and "explorer.model.timeline.lod_kernels" not in sys.modules:
+        _loading = threading.Thread(target=_load, name="compiled-loops", daemon=True)
+        _loading.start()
+
+
+def wait_for_compiled_loops() -> None:
+    """Return once `load_compiled_loops_apart` is done (tests comparing the two paths)."""
+    if _loading is not None:
+        _loading.join()
+
+
+def _load() -> None:
+    from explorer.model.timeline import lod_kernels
+
+    lod_kernels.warm()

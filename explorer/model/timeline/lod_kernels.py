@@ -8,9 +8,10 @@ last ended and touches memory next to it), and each pixel's busy fraction is com
 numpy formula computes it, operation for operation in the same float types, so the pictures
 are identical bit for bit (tests/model/test_lod_kernels.py compares them with the numpy path).
 
-Functions compile once per machine (`cache=True`); the first trace opened loads them in the
-loader thread (its utilisation uses `fractions_many`; `warm` does the rest). Without numba
-(`HAVE_NUMBA` false) the callers keep their numpy paths.
+Functions compile once per machine (`cache=True`). A window loads them on a thread of their own
+while its first trace loads (`lod.load_compiled_loops_apart`: importing numba and loading them
+takes ~0.4-0.6 s); frames drawn before they are ready take the numpy path, which draws the same.
+Without numba (`HAVE_NUMBA` false) the callers keep their numpy paths.
 """
 
 from __future__ import annotations
@@ -200,10 +201,25 @@ def counter_bin_stats(time: np.ndarray, value: np.ndarray, integral: np.ndarray,
 
 
 def warm() -> None:
-    """Load (or compile, once per machine) the blend off the GUI thread, before the first frame."""
-    if HAVE_NUMBA:
-        out = np.empty((1, 1), dtype=np.uint32)
-        blend_rgb32(np.zeros((1, 3), np.float32), np.zeros((1, 1), np.int32), np.zeros((1, 1)),
-                    np.zeros(3, np.float32), out)
-        one, lines = np.zeros(1), np.empty((1, 4))
-        counter_lines(one, one, one, 1.0, 1.0, 0.0, lines, lines)
+    """Load (or compile, once per machine) every loop for the array types a window passes them
+    (read-only mappings of a trace and writable arrays), so no frame waits for it."""
+    if not HAVE_NUMBA:
+        return
+    for writable in (True, False):
+        i64 = np.array([0, 10, 20], dtype=np.int64)
+        f64 = np.array([0.0, 1.0, 2.0])
+        for a in (i64, f64):
+            a.setflags(write=writable)
+        e, keys = np.array([0.0, 5.0, 15.0]), np.array([0, 5, 15], dtype=np.int64)
+        count, frac, last = np.empty(3, np.int64), np.empty(2), np.empty(2, np.int64)
+        counts_le(i64, 0, 3, keys, count)
+        coverage_row(i64, i64, np.array([0, 0, 10, 20], dtype=np.int64), 0, 3, e, keys, count, frac, last)
+        held = np.array([0, 0, 1], dtype=np.int64)
+        first, stop = np.empty(2, np.int64), np.empty(2, np.int64)
+        counter_spans(i64, held, e, first, stop)
+        outs = [np.empty(2) for _ in range(4)]
+        counter_bin_stats(i64, f64, np.zeros(3), f64, f64, 0, e, held, first, stop, *outs)
+    blend_rgb32(np.zeros((1, 3), np.float32), np.zeros((1, 1), np.int32), np.zeros((1, 1)),
+                np.zeros(3, np.float32), np.empty((1, 1), dtype=np.uint32))
+    one, lines = np.zeros(1), np.empty((1, 4))
+    counter_lines(one, one, one, 1.0, 1.0, 0.0, lines, lines)
