@@ -191,3 +191,27 @@ def test_columns_reuse_the_memory_of_rows_already_written_and_write_the_same_byt
     assert "flows.arrow" in names and names == sorted(p.name for p in fresh.iterdir())
     for f in names:
         assert (pooled / f).read_bytes() == (fresh / f).read_bytes(), f
+
+
+def test_a_block_is_lent_again_only_once_nothing_refers_to_it():
+    """A column still held (a batch queued for the writer keeps the arrays it wraps) keeps its block
+    lent: the next columns get other memory, and filling them leaves the held rows alone; once the
+    holder lets go, the block is lent again."""
+    import gc
+
+    from simcore.capture import column_pool
+
+    pool = column_pool.ColumnPool()
+    first = pool.columns(1000, {"t": np.int64, "d": np.int32})
+    first["t"][:] = np.arange(1000)
+    held = pa.array(first["t"][:10])  # zero-copy, as a queued batch wraps a track's column
+    del first
+    gc.collect()
+    second = pool.columns(1000, {"t": np.int64, "d": np.int32})
+    second["t"][:] = 7
+    assert pool.allocated == 2 and pool.reused == 0
+    assert held.to_pylist() == list(range(10))
+    del held, second
+    gc.collect()
+    pool.columns(1000, {"t": np.int64, "d": np.int32})
+    assert pool.reused == 1 and pool.allocated == 2
