@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from process_memory import status_kib  # (bench/ is on sys.path until __main__ replaces it)
+
 CPU: collections.Counter[str] = collections.Counter()
 _run = threading.Thread.run
 
@@ -35,7 +37,7 @@ def _timed_run(self: threading.Thread) -> None:
 def _report(t0: float) -> None:
     CPU["main"] += time.thread_time()
     r = resource.getrusage(resource.RUSAGE_SELF)
-    hwm = next((int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")), 0)
+    hwm = status_kib("VmHWM")
     print(f"THREADCPU wall {time.perf_counter() - t0:.1f} process {r.ru_utime + r.ru_stime:.1f} "
           f"(user {r.ru_utime:.1f} sys {r.ru_stime:.1f}) " + " ".join(f"{k} {v:.1f}" for k, v in CPU.most_common())
           + f" peak {hwm / 2**20:.2f} GiB", file=sys.stderr)
