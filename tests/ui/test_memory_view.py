@@ -145,3 +145,34 @@ def test_kernel_detail_trace_has_no_instruction_detail_cores(qtbot, tmp_path):
                            out_path=tmp_path / "k.trnx")
     w, mem = open_memory(qtbot, path)
     assert "no instruction-detail cores" in mem.status.text()
+
+
+def lowest_drawn_row(mem) -> int:
+    """The lowest pixel row of the canvas's visible part that is not the panel's background (a lane's
+    frame, its empty colour or its allocations), looked for down the middle of the plot."""
+    img = mem.canvas.grab().toImage()
+    x = img.width() // 2
+    for y in range(min(img.height(), mem.scroll.viewport().height()) - 1, -1, -1):
+        if QColor(img.pixel(x, y)) != P.BACKGROUND:
+            return y
+    return -1
+
+
+def test_the_lanes_fill_the_panel_height_and_follow_its_resizing(qtbot, decode):
+    """The drawing uses the Memory panel's whole height, not a fixed-height strip with empty space under
+    it, and after the user drags the panel taller or shorter the lane is redrawn to the new height."""
+    w, mem = open_memory(qtbot, decode)
+    dock = w.panels["Memory"]
+    heights = []
+    for height in (560, 280):
+        before = mem.scroll.viewport().height()
+        w.resizeDocks([dock], [height], Qt.Vertical)
+        qtbot.waitUntil(lambda: mem.scroll.viewport().height() != before, timeout=5_000)
+        qtbot.waitUntil(lambda: mem.drawn is not None and mem.drawn[5] == mem.canvas.lane_height()
+                        and mem.canvas.images and mem.canvas.images[0].height() == mem.drawn[5], timeout=20_000)
+        vh = mem.scroll.viewport().height()
+        assert mem.canvas.lane_rect(0).height() > 0.8 * vh  # one lane: most of the panel is the plot
+        assert lowest_drawn_row(mem) >= vh - 4  # drawn down to the panel's bottom edge
+        assert mem.scroll.verticalScrollBar().maximum() == 0  # and nothing hidden below it
+        heights.append(mem.drawn[5])
+    assert heights[0] > heights[1] + 150  # the shorter panel got a shorter lane: it follows both ways

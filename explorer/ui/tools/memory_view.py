@@ -19,8 +19,7 @@ from explorer.model.units import format_bytes, format_ns
 from explorer.ui import palette as P
 from explorer.ui.tools.background import run_tool
 
-LANE_H = 96      # a lane's least height; lanes share the dock's height up to MAX_LANE_H
-MAX_LANE_H = 256
+LANE_H = 96      # a lane's least height; above it the lanes share all of the dock's height
 GAMMA = 0.45     # display only: a pixel's brightness is fill ** GAMMA, so a tenth full still shows
 LABEL_H = 18
 GUTTER = 8
@@ -70,9 +69,11 @@ class _Lanes(QWidget):
         return QRect(GUTTER, i * (h + LABEL_H) + LABEL_H, self.plot_width(), h)
 
     def lane_height(self) -> int:
+        """The lanes split the visible height between them (labels included), so the drawing fills the
+        panel and grows and shrinks with it; below LANE_H each, the panel scrolls instead."""
         n = max(len(self.owner.lanes()), 1)
-        room = self.owner.scroll.viewport().height() // n - LABEL_H - 2
-        return int(min(max(room, LANE_H), MAX_LANE_H))
+        room = (self.owner.scroll.viewport().height() - 2) // n - LABEL_H
+        return int(max(room, LANE_H))
 
     def paintEvent(self, event) -> None:  # noqa: N802
         p = QPainter(self)
