@@ -175,10 +175,19 @@ class KernelTable:
     positions: dict[str, int]
 
 
+def frame_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """A child table's columns as arrays: what its rows' cells read (`_Node.get`)."""
+    return {c: frame[c].to_numpy() for c in frame.columns}
+
+
+def frame_positions(frame: pd.DataFrame) -> dict[str, int]:
+    """A child table's node key -> row: how a node is found among its parent's rows."""
+    return dict(zip(frame["node"].tolist(), range(len(frame))))
+
+
 def kernel_table(frame: pd.DataFrame, sort_key: str | None, ascending: bool) -> KernelTable:
     f = sorted_rows(frame, sort_key, ascending)
-    return KernelTable((sort_key, ascending), f, {c: f[c].to_numpy() for c in f.columns},
-                       dict(zip(f["node"].tolist(), range(len(f)))))
+    return KernelTable((sort_key, ascending), f, frame_columns(f), frame_positions(f))
 
 
 class OperatorTreeModel(QAbstractItemModel):
@@ -256,19 +265,28 @@ class OperatorTreeModel(QAbstractItemModel):
     def _sorted(self, frame: pd.DataFrame) -> pd.DataFrame:
         return sorted_rows(frame, self.sort_key, self.ascending)
 
-    def _set_frame(self, node: _Node, frame: pd.DataFrame) -> None:
+    def _set_frame(self, node: _Node, frame: pd.DataFrame, cols: dict[str, np.ndarray] | None = None,
+                   positions: dict[str, int] | None = None) -> None:
+        """Give a node its child table and what its rows read: the columns as arrays and key -> row
+        (found on first use when not given, see `index_for`). `cols` and `positions` given were
+        derived from `frame` already (a kernel's table, made on the worker with its rows). The same
+        table again (a kernel's events under a new filter) keeps what was derived from it."""
+        if frame is node.frame and cols is None:
+            return
         node.frame = frame
-        node.cols = {c: frame[c].to_numpy() for c in frame.columns}
-        node.positions = None
+        node.cols = frame_columns(frame) if cols is None else cols
+        node.positions = positions
 
     def _ensure_frame(self, node: _Node) -> None:
         if node.frame is not None:
             return
         table = self._kernel_tables.get(node.key)
         if table is not None and table.order == (self.sort_key, self.ascending):  # made on the worker with the rows
-            node.frame, node.cols, node.positions = table.frame, table.cols, table.positions
-            return
-        self._set_frame(node, self._child_frame(node) if node.has_children else pd.DataFrame(columns=list(ROW_COLUMNS)))
+            self._set_frame(node, table.frame, table.cols, table.positions)
+        elif node.has_children:
+            self._set_frame(node, self._child_frame(node))
+        else:
+            self._set_frame(node, pd.DataFrame(columns=list(ROW_COLUMNS)))
 
     def _make_nodes(self, node: _Node, lo: int, hi: int, reuse: dict[str, _Node] | None = None) -> list[_Node]:
         cols = node.cols
@@ -476,7 +494,7 @@ class OperatorTreeModel(QAbstractItemModel):
         for k in path:
             self._ensure_frame(cur)
             if cur.positions is None:
-                cur.positions = dict(zip(cur.frame["node"].tolist(), range(len(cur.frame))))
+                cur.positions = frame_positions(cur.frame)
             pos = cur.positions.get(k)
             if pos is None:
                 return QModelIndex()
