@@ -8,8 +8,9 @@ the user has left by the time its details arrive is not shown.
 
 Showing them is staged over passes of the event loop (`worker.soon`), because each part's
 repaint costs the GUI thread 5-15 ms and together they froze the window after a jump: the
-previous kernel's tables, then its plot, are greyed in passes after the jump's own repaint, the
-new tables come with the header, and the roofline (with its axes regenerated) in a pass of its own.
+previous kernel's tables, then its roofline's caption, are greyed in passes after the jump's own
+repaint, the new tables come with the header, and the roofline (with its axes regenerated) in a pass
+of its own.
 The header and the roofline's caption keep the tallest height they have had for this trace, so
 a kernel whose header is a line shorter does not lay the whole dock out again (~40 ms).
 """
@@ -27,7 +28,7 @@ from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import TraceAnalysis
 from explorer.ui.operators_view import BOUND_COLOURS
-from explorer.ui.panes import fill, split, stack
+from explorer.ui.panes import fill, keep_tallest, split, stack
 from explorer.ui.roofline_plot import QtRoofline
 from explorer.ui.selection_worker import latest
 from explorer.ui.worker import after_repaint, soon
@@ -120,23 +121,24 @@ class QtKernelDetails(QWidget):
         self._latest.submit(work, lambda ok, value: self._computed(a, kernel_id, ok, value))
 
     def _grey(self, a: TraceAnalysis, kernel_id: int, part: int = 0) -> None:
-        """Grey the previous kernel's tables, then in the next pass its plot (each repaint ~5-10 ms),
-        unless the new kernel's details are in (or another kernel is asked for) by then."""
+        """Grey the previous kernel's tables, then in the next pass its roofline's caption (each
+        repaint ~5-10 ms), unless the new kernel's details are in (or another kernel is asked for) by
+        then. Not the plot: a disabled pyqtgraph plot looks the same, and repainting it costs 5-15 ms."""
         if a is not self.analysis or kernel_id != self.kernel_id or self.details is not None:
             return
         if part == 0:
             self.tabs.setEnabled(False)
             soon(lambda: self._grey(a, kernel_id, 1))
         else:
-            self.roofline.setEnabled(False)
+            self.roofline.caption.setEnabled(False)
 
     def _set_computing(self, on: bool) -> None:
         self.tabs.setEnabled(not on)
-        self.roofline.setEnabled(not on)
+        self.roofline.caption.setEnabled(not on)
 
     def _set_header(self, text: str) -> None:
         self.header.setText(text)
-        _keep_tallest(self.header)
+        keep_tallest(self.header)
 
     def _computed(self, a: TraceAnalysis, kernel_id: int, ok: bool, value) -> None:
         if a is not self.analysis or kernel_id != self.kernel_id:
@@ -166,9 +168,8 @@ class QtKernelDetails(QWidget):
         soon(lambda: d is self.details and self._plot(d))
 
     def _plot(self, d: KernelDetails) -> None:
-        self.roofline.setEnabled(True)
-        self.roofline.show_roofline(d.roofline, str(d.kernel["name"]))
-        _keep_tallest(self.roofline.caption)
+        self.roofline.caption.setEnabled(True)
+        self.roofline.show_roofline(d.roofline, str(d.kernel["name"]))  # (its caption keeps its tallest height)
 
     def on_shown(self, visible: bool) -> None:
         """The panel's dock was brought forward (its tab raised) or hidden."""
@@ -178,14 +179,6 @@ class QtKernelDetails(QWidget):
     def showEvent(self, event) -> None:  # noqa: N802
         super().showEvent(event)
         self._fill()
-
-
-def _keep_tallest(label: QLabel) -> None:
-    """Hold a word-wrapped label at the tallest it has been: a shorter text then changes no
-    geometry, and Qt does not move and resize the tables and plot around it."""
-    width = label.width() if label.isVisible() else 0
-    if width > 0:
-        label.setMinimumHeight(max(label.minimumHeight(), label.heightForWidth(width)))
 
 
 def _num(v, fmt) -> str:

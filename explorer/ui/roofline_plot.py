@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from explorer.model.analysis.kernel_details import Roofline
 from explorer.model.units import format_rate_gbps
+from explorer.ui.panes import keep_tallest
 
 ROOF_COLOUR = "#61afef"
 OTHER_COLOURS = ("#98c379", "#e5c07b", "#c678dd", "#56b6c2", "#d19a66")
@@ -152,6 +153,11 @@ class QtRoofline(QWidget):
         if ai is None:
             parts.append("no HBM bytes: the kernel has no intensity to place it at")
         self.caption.setText(" &nbsp; ".join(parts))
+        # the caption at its new height (kept at the tallest it has been) and the plot at what is
+        # left, before the plot is drawn: a caption that grew after the paint resized the plot, which
+        # drew it again (the first kernel of a trace, 5-15 ms at 28M events)
+        keep_tallest(self.caption)
+        self.layout().activate()
         ys = [v for v in (roof.peak_tflops, *roof.other_peaks.values(), roof.point_tflops) if v]
         if ys:
             self.plot.setRange(xRange=(np.log10(lo), np.log10(hi)),

@@ -5,6 +5,8 @@ events; done in one pass they froze the window for their sum (bench/gui_passes.p
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QLabel, QTabWidget
@@ -110,3 +112,38 @@ def test_a_kernels_roofline_is_drawn_in_one_repaint(qtbot, trace_path):
             QApplication.processEvents()
         assert log == ["plot painted"], kernel_id
         assert roof.point() is not None
+
+
+def test_a_kernel_link_repaints_the_roofline_once(window, qtbot, monkeypatch):
+    """Greying the previous kernel's plot while the next one is computed repainted it unchanged (a
+    disabled pyqtgraph plot looks the same; 5-15 ms at 28M events), and a caption that grew (the
+    first kernel of a trace) resized the plot after it was drawn, which drew it again: one repaint
+    per kernel shown."""
+    from explorer.ui import kernel_details_view
+
+    compute = kernel_details_view.kernel_details
+
+    def slow(*args):  # as a kernel of a big trace takes: the greying passes run meanwhile
+        time.sleep(0.3)
+        return compute(*args)
+
+    monkeypatch.setattr(kernel_details_view, "kernel_details", slow)
+    p = ready(window, qtbot)
+    kd, roof = p.kernel_details, p.kernel_details.roofline
+    window.tools.go_to_link("kernel:0")
+    qtbot.waitUntil(lambda: kd.details is not None and roof.roofline is not None, timeout=30_000)
+    log: list[str] = []
+    painted = _Painted(log, "plot painted")
+    roof.plot.viewport().installEventFilter(painted)
+    for kernel in (1, 0):
+        roof.caption.setMinimumHeight(0)
+        roof.caption.setText("")  # a shorter caption before: the new one grows it
+        qtbot.wait(200)
+        log.clear()
+        window.tools.go_to_link(f"kernel:{kernel}")
+        qtbot.waitUntil(lambda: roof.roofline is not None and kd.details is not None
+                        and int(kd.details.kernel["kernel_id"]) == kernel, timeout=30_000)
+        qtbot.wait(300)
+        assert roof.caption.isEnabled() and roof.caption.height() >= roof.caption.heightForWidth(roof.caption.width())
+        assert log == ["plot painted"], kernel
+    roof.plot.viewport().removeEventFilter(painted)
