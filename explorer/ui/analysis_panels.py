@@ -150,8 +150,11 @@ class AnalysisPanels(QObject):
                 self._event_selected(view.selected)
 
     def _event_selected(self, ref: EventRef | None) -> None:
+        if ref is None:  # the selection was cleared: no event's waits stay listed (the tree keeps its node)
+            self.dependencies.clear_event()
+            return
         a = self.session.analysis
-        if ref is None or a is None:
+        if a is None:
             return
         node = a.node_of_ref(ref)
         if node:

@@ -7,7 +7,9 @@ immediate cause on top, back to the first wait on another engine or queue, with
 "Show more" to go on. For its kernel: the
 critical path (`critical_path`), computed on the analysis worker and highlighted on
 the timeline. A click on a row jumps the timeline there and keeps this panel on
-its event; a double-click makes the clicked event the panel's subject.
+its event; a double-click makes the clicked event the panel's subject. Clearing the
+timeline's selection (or choosing a kernel or op) empties the Waits tab; a critical
+path the user asked for stays with its kernel.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from explorer.model.units import format_ns
 from explorer.ui import frame_table as F
 from explorer.ui.analysis_session import Latest, TraceAnalysis
 
+PROMPT = "Select an instruction or DMA transfer to see what it waited for."
 CHAIN_STEPS = 200  # steps listed at first; "Show more" doubles it
 
 EDGE_COLUMNS = (
@@ -82,7 +85,7 @@ class QtDependencies(QWidget):
         self._latest = Latest()  # critical paths
         self._events_latest = Latest()  # an event's flows and wait chain
 
-        self.title = QLabel("Select an instruction or DMA transfer to see what it waited for.")
+        self.title = QLabel(PROMPT)
         self.title.setObjectName("dependencies-title")
         self.title.setWordWrap(True)
         self.title.setTextFormat(Qt.RichText)
@@ -170,17 +173,13 @@ class QtDependencies(QWidget):
     def set_analysis(self, analysis: TraceAnalysis | None) -> None:
         self.analysis = analysis
         self._latest.cancel()
-        self._events_latest.cancel()
-        self.node = self.kernel_id = None
+        self.kernel_id = None
         self.critical = None
-        self.chain = self.wait = None
-        self.more_button.setEnabled(False)
-        for m in (self.preds, self.succs, self.steps, self.cp_steps, self.cp_tracks):
+        self._clear_waits(PROMPT)
+        for m in (self.cp_steps, self.cp_tracks):
             m.set_frame(None)
-        self.title.setText("Select an instruction or DMA transfer to see what it waited for.")
         self.cp_title.setText("Select a kernel or one of its instructions.")
         self.cp_button.setEnabled(False)
-        self.path_changed.emit(None, "")
 
     def show_node(self, node: str) -> None:
         """Show a node's dependencies (an instruction or DMA) and arm its kernel's critical path."""
@@ -198,13 +197,34 @@ class QtDependencies(QWidget):
             self.cp_title.setText(
                 f"Kernel {html.escape(self._kernel_name(kernel))} #{kernel}: find the chain of waits that set its "
                 "end time." if kernel is not None else "Select a kernel or one of its instructions.")
+        if level not in ("instruction", "dma"):  # a kernel or op: no wait chain of its own
+            self._clear_waits(f"{html.escape(node)}: select one of its instructions or DMA transfers to see what "
+                              "it waited for.")
+            self.node = node
+            return
         self.node = node
         self.chain = self.wait = None
         self.more_button.setEnabled(False)
-        if level not in ("instruction", "dma"):
-            self._emit_path()
-            return
         self._query(node, causes=1, max_steps=CHAIN_STEPS)
+
+    def clear_event(self) -> None:
+        """The timeline's selection was cleared: the Waits tab described the selected event, so it
+        empties (a chain still listed and outlined would read as the answer for nothing selected). A
+        critical path the user asked for stays with its kernel, which the other panels still show."""
+        self._clear_waits(PROMPT)
+
+    def _clear_waits(self, title: str) -> None:
+        self._events_latest.cancel()  # (a chain still on its way is dropped too)
+        self.node = None
+        self.chain = self.wait = None
+        self.more_button.setEnabled(False)
+        for m in (self.preds, self.succs, self.steps):
+            m.set_frame(None)
+        self.pred_label.setText("waits for")
+        self.succ_label.setText("unblocks")
+        self.chain_label.setText("wait chain (newest first)")
+        self.title.setText(title)
+        self._emit_path()
 
     def _query(self, node: str, causes: int, max_steps: int) -> None:
         a = self.analysis
