@@ -33,7 +33,9 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import trnx_peak  # noqa: E402  (runs `trnx ARGS`, printing its own peak RSS: this process is larger)
 from simcore.trace import TraceWriter  # noqa: E402
 
 ENGINES = [("tensor", "Tensor", ["LoadStationary"]), ("tensor_matrix", "TensorMatrix", ["MultiplyMoving", "Transpose"]),
@@ -180,20 +182,6 @@ def write_trace(path: Path, n_instructions: int, seed: int, matmul_speed: float 
     return path
 
 
-# runs `python -m explorer.cli.main ARGS` and reports the process's own peak RSS (VmHWM) on stderr at
-# exit: wait4's ru_maxrss would not do, as exec carries the forking parent's high-water mark over
-# (this bench's process, after writing two traces, is larger than the commands it times)
-TRNX_WITH_PEAK = (
-    "import atexit, runpy, sys\n"
-    "def peak():\n"
-    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
-    "    print('\\nPEAK_KB', hwm[0].split()[1] if hwm else 0, file=sys.stderr)\n"
-    "atexit.register(peak)\n"
-    "sys.argv[0] = 'trnx'\n"
-    "runpy.run_module('explorer.cli.main', run_name='__main__', alter_sys=True)\n"
-)
-
-
 def wall(cmd: list[str], repeat: int) -> tuple[float, float, float]:
     """(best, median) wall time of a command, and its largest peak RSS in MiB (the process's own
     VmHWM: pages of the memory-mapped trace it touched included)."""
@@ -204,8 +192,8 @@ def wall(cmd: list[str], repeat: int) -> tuple[float, float, float]:
         times.append(time.perf_counter() - t)
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.strip()}")
-        kb = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("PEAK_KB ")]
-        peaks.append(int(kb[-1]) / 1024 if kb else float("nan"))
+        peak = trnx_peak.peak_mib(proc.stderr)
+        peaks.append(float("nan") if peak is None else peak)
     return min(times), statistics.median(times), max(peaks)
 
 
@@ -242,12 +230,12 @@ def main() -> None:
         from simcore.trace import open_trace
 
         base = min(pandas_baseline(a) for _ in range(args.repeat))
-        trnx = [sys.executable, "-c", TRNX_WITH_PEAK]
+        trnx = trnx_peak.command
         rows = [
-            ("trnx summary A --json", wall([*trnx, "summary", str(a), "--json"], args.repeat)),
+            ("trnx summary A --json", wall(trnx(["summary", str(a), "--json"]), args.repeat)),
             ("trnx summary A --json --no-recommendations",
-             wall([*trnx, "summary", str(a), "--json", "--no-recommendations"], args.repeat)),
-            ("trnx diff A B --json", wall([*trnx, "diff", str(a), str(b), "--json"], args.repeat)),
+             wall(trnx(["summary", str(a), "--json", "--no-recommendations"]), args.repeat)),
+            ("trnx diff A B --json", wall(trnx(["diff", str(a), str(b), "--json"]), args.repeat)),
         ]
         for label, fn in (("summarize(A) in process", lambda: summarize(open_trace(a, validate=False))),
                           ("recommend(A) in process", lambda: recommend(open_trace(a, validate=False))),

@@ -62,6 +62,7 @@ OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT / "bench"))
 from anon_watchdog import AnonWatchdog  # noqa: E402
 from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
+import trnx_peak  # noqa: E402  (runs `trnx ARGS`, printing its own peak RSS)
 
 CAPTURES: dict[str, list[str]] = {
     "12M": ["-w", "llama3.1-70b", "--phase", "prefill", "--seq", "4096", "--detail", "instruction"],
@@ -73,19 +74,6 @@ FIGURES = ("summary", "diff", "rules", "window", "frames", "capture")
 ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
 WATCHDOG: AnonWatchdog | None = None  # set by --anon-limit-gb
 
-# runs `trnx ARGS` and reports the process's own peak RSS (VmHWM) on stderr at exit (wait4's
-# ru_maxrss would carry the bench's own high-water mark over through exec)
-WITH_PEAK = (
-    "import atexit, runpy, sys\n"
-    "def peak():\n"
-    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
-    "    print('\\nPEAK_KB', hwm[0].split()[1] if hwm else 0, file=sys.stderr)\n"
-    "atexit.register(peak)\n"
-    "sys.argv[0] = 'trnx'\n"
-    "runpy.run_module('explorer.cli.main', run_name='__main__', alter_sys=True)\n"
-)
-
-
 def trace_path(name: str) -> Path:
     return OUT / f"{name}.trnx"
 
@@ -96,8 +84,8 @@ def disk_gib(path: Path) -> float:
 
 def run(args: list[str], *, python: bool = False, tree: Path = ROOT) -> dict:
     """Run `trnx ARGS` (or `python ARGS`) in a fresh process: wall, CPU (user + system) and peak RSS.
-    `tree`: the checkout whose code runs (the working directory comes first on `python -c`'s path)."""
-    cmd = [sys.executable, *args] if python else [sys.executable, "-c", WITH_PEAK, *args]
+    `tree`: the checkout whose code runs (bench/trnx_peak.py puts the working directory first on the path)."""
+    cmd = [sys.executable, *args] if python else trnx_peak.command(args)
     # a script's own directory comes first on its path, not the working directory: name the tree
     env = ENV if tree == ROOT or not python else {**ENV, "PYTHONPATH": str(tree)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -110,9 +98,8 @@ def run(args: list[str], *, python: bool = False, tree: Path = ROOT) -> dict:
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed: {proc.stderr.strip()[-2000:]}")
-    kb = [line.split()[1] for line in proc.stderr.splitlines() if line.startswith("PEAK_KB ")]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": wall, "cpu_s": cpu, "peak_mib": int(kb[-1]) / 1024 if kb else None, "peak_anon_mib": anon,
+    return {"wall_s": wall, "cpu_s": cpu, "peak_mib": trnx_peak.peak_mib(proc.stderr), "peak_anon_mib": anon,
             "stdout": proc.stdout}
 
 
