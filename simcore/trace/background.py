@@ -1,16 +1,27 @@
-"""A TraceWriter whose writes run on a thread, so the disk works while the caller computes.
+"""A TraceWriter whose work runs on two threads, so the disk and a second core work while the
+caller computes.
 
 A capture of 100M events writes ~9 GB; past the kernel's dirty-page limits every write waits for
 the disk, which then sets the pace of the whole capture unless the simulation runs meanwhile.
-Arrow's file writes release the GIL, so one writer thread overlaps them with the simulation and
-with building the next table's rows. Only the file writes run there: each batch is prepared
-(checked, its dictionary codes made the table's: `TraceWriter.prepare`) and shown to the writer's
-observer in the caller's thread, which would otherwise wait for the queue while the writer thread
-did everything (in a 100M-event capture the observer's index and checks were a quarter of that
-thread's time, and the thread set the capture's pace). Writes keep their order (one thread,
-first in first out, prepared in the order written), so the files are byte for byte what the
-same writes give in the caller's thread. At most `max_bytes` of rows wait in the queue (one batch
-at a time whatever its size), which bounds the memory a slow disk can make the caller hold.
+Each batch goes through two stages after `write` queues it:
+
+- `trace-prepare`: the rows checked and made a record batch with the table's dictionary codes
+  (`TraceWriter.prepare`), then shown to the writer's observer (a capture's timeline index
+  recorder, which scans and checks every row). In a 100M-event capture that is ~2.5 s of CPU the
+  caller (the simulation, building each track's rows) no longer spends: on 2 cores the two run
+  at once. Most of it is numpy, Arrow and compiled scans that let go of the GIL.
+- `trace-writer`: the file writes (`TraceWriter.append`: Arrow's native file, the kernel's copy
+  into the page cache), which let go of the GIL too.
+
+Each stage is one thread taking its queue first in first out, so batches are prepared, observed
+and appended in the order written: the files are byte for byte what the same writes give in the
+caller's thread, and the observer sees what a reader will find, in that order. At most
+`max_bytes` of rows wait in both queues together (one batch at a time whatever its size), which
+bounds the memory a slow disk can make the caller hold.
+
+An error on either thread (rows that do not fit the schema, an observer's failure, a full disk)
+is raised by the caller's next `write`, `drain` or `close`; `abort` (a `with` block that raises
+does) drops what waits and leaves nothing at the trace's path.
 """
 
 from __future__ import annotations
@@ -35,98 +46,136 @@ def _nbytes(data: TableData) -> int:
 
 
 class BackgroundWriter(CommitOrAbort):
-    """`write` queues rows for `writer` on a thread; `close` waits for them and closes the writer.
+    """`write` queues rows for `writer`; `close` waits for them and closes the writer.
 
-    An error on the thread is raised by the next `write`, `drain` or `close`; `abort` drops what
+    An error on a thread is raised by the next `write`, `drain` or `close`; `abort` drops what
     waits and aborts the writer (nothing is left at its path)."""
 
     def __init__(self, writer: TraceWriter, max_bytes: int = 256 << 20) -> None:
         self.writer = writer
         self.max_bytes = max_bytes
-        self._queue: deque[tuple[str, pa.RecordBatch, int | None, int]] = deque()
-        self._queued = 0
-        self._busy = False
+        self._incoming: deque[tuple[str, Any, int | None, int]] = deque()  # to prepare
+        self._prepared: deque[tuple[str, pa.RecordBatch, int | None, int]] = deque()  # to write
+        self._queued = 0  # bytes in both queues and in the stages' hands
+        self._preparing = False
+        self._writing = False
         self._error: BaseException | None = None
         self._stop = False
         self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._work, name="trace-writer", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._prepare_loop, name="trace-prepare", daemon=True),
+                         threading.Thread(target=self._write_loop, name="trace-writer", daemon=True)]
+        for t in self._threads:
+            t.start()
 
     @property
     def path(self) -> Path:
         return self.writer.path
 
     def write(self, table: str, data: TableData, *, chip: int | None = None) -> None:
-        """Queue rows for `table` (as TraceWriter.write), waiting while too many bytes wait. The rows
-        are checked and shown to the observer here, in the caller's thread (errors in them raise now)."""
-        with self._cond:
-            self._raise()
-        batch = self.writer.prepare(table, data, chip=chip)
-        if batch.num_rows and self.writer.observer is not None:
-            self.writer.observer(table, chip, batch)
+        """Queue rows for `table` (as TraceWriter.write), waiting while too many bytes wait. The
+        caller must not change `data`'s arrays afterwards (they are written as they are then)."""
         n = _nbytes(data)
         with self._cond:
-            while self._error is None and self._queue and self._queued + n > self.max_bytes:
+            while self._error is None and self._queued and self._queued + n > self.max_bytes:
                 self._cond.wait()
             self._raise()
-            self._queue.append((table, batch, chip, n))
+            if self._stop:
+                raise RuntimeError("trace writer is closed")
+            self._incoming.append((table, data, chip, n))
             self._queued += n
             self._cond.notify_all()
 
     def drain(self) -> None:
         """Wait until every queued write is done."""
         with self._cond:
-            while self._error is None and (self._queue or self._busy):
+            while self._error is None and (self._incoming or self._prepared or self._preparing or self._writing):
                 self._cond.wait()
             self._raise()
 
     def close(self) -> Path:
-        """Finish the queued writes, stop the thread and close the writer (meta.json, final rename)."""
+        """Finish the queued writes, stop the threads and close the writer (meta.json, final rename)."""
         try:
             self.drain()
         finally:
-            self._finish_thread()
+            self._finish_threads()
         return self.writer.close()
 
     def abort(self) -> None:
-        """Drop the queued writes, stop the thread and abort the writer."""
-        with self._cond:
-            self._queue.clear()
-            self._queued = 0
-        self._finish_thread()
+        """Drop the queued writes, stop the threads and abort the writer."""
+        self._finish_threads()
         self.writer.abort()
 
-    def _finish_thread(self) -> None:
+    def _finish_threads(self) -> None:
+        """Stop both threads (each finishes the batch in its hands, drops the rest) and wait for them."""
         with self._cond:
             self._stop = True
+            self._incoming.clear()
+            self._prepared.clear()
             self._cond.notify_all()
-        self._thread.join()
+        for t in self._threads:
+            t.join()
 
     def _raise(self) -> None:
         if self._error is not None:
             raise self._error
 
-    def _work(self) -> None:
+    def _fail(self, e: BaseException) -> None:
+        """(With the lock held.) Keep the first error for the caller; nothing more is done."""
+        if self._error is None:
+            self._error = e
+        self._incoming.clear()
+        self._prepared.clear()
+        self._queued = 0
+        self._preparing = self._writing = False
+        self._cond.notify_all()
+
+    def _prepare_loop(self) -> None:
+        w = self.writer
         while True:
             with self._cond:
-                while not self._queue and not self._stop:
+                while not self._incoming and not self._stop and self._error is None:
                     self._cond.wait()
-                if not self._queue:
+                if self._stop or self._error is not None:
                     return
-                table, batch, chip, n = self._queue.popleft()
-                self._busy = True
+                table, data, chip, n = self._incoming.popleft()
+                self._preparing = True
             try:
-                self.writer.append(table, chip, batch, observe=False)
+                batch = w.prepare(table, data, chip=chip)
+                data = None  # (a column pool's block is free once only the batch refers to it)
+                if batch.num_rows and w.observer is not None:
+                    w.observer(table, chip, batch)
+            except BaseException as e:  # raised in the caller's thread by its next call
+                with self._cond:
+                    self._fail(e)
+                return
+            with self._cond:
+                self._preparing = False
+                if self._stop or self._error is not None:
+                    return
+                self._prepared.append((table, batch, chip, n))
+                batch = None
+                self._cond.notify_all()
+
+    def _write_loop(self) -> None:
+        w = self.writer
+        while True:
+            with self._cond:
+                while not self._prepared and not self._stop and self._error is None:
+                    self._cond.wait()
+                if self._stop or self._error is not None:
+                    return
+                table, batch, chip, n = self._prepared.popleft()
+                self._writing = True
+            try:
+                w.append(table, chip, batch, observe=False)
                 batch = None  # (its columns' memory may serve the next rows: simcore/capture/column_pool.py)
             except BaseException as e:  # raised in the caller's thread by its next call
                 with self._cond:
-                    self._error = e
-                    self._queue.clear()
-                    self._queued = 0
-                    self._busy = False
-                    self._cond.notify_all()
+                    self._fail(e)
                 return
             with self._cond:
+                if self._error is not None:
+                    return
                 self._queued -= n
-                self._busy = False
+                self._writing = False
                 self._cond.notify_all()

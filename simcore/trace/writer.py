@@ -206,6 +206,15 @@ class _TableFile:
         return self.hasher.checksum
 
 
+def _naming(e: OSError, path: Path) -> OSError:
+    """`e` naming the trace it failed to write: Arrow's file errors name no file ("Error writing bytes
+    to file. Detail: [errno 28] No space left on device"), which made the one sentence a user sees
+    "cannot access: ..."."""
+    if e.filename is not None or not e.errno:
+        return e
+    return type(e)(e.errno, os.strerror(e.errno), str(path))
+
+
 class TraceWriter(CommitOrAbort):
     """Write a trace directory `NAME.trnx/` atomically.
 
@@ -288,7 +297,10 @@ class TraceWriter(CommitOrAbort):
             f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), S.spec(table).schema,
                                               self._options, self._hashing, self.checksum_algorithm)
         if batch.num_rows:
-            f.write(batch)
+            try:
+                f.write(batch)
+            except OSError as e:
+                raise _naming(e, self.path) from e
             if observe and self.observer is not None:
                 self.observer(table, chip, batch)
 

@@ -85,6 +85,12 @@ def test_flows_are_the_per_kernel_flows_in_kernel_order():
     np.testing.assert_array_equal(got_dst, np.concatenate([w[1] for w in want]))
 
 
+def _instructions(n: int, track: int = 0) -> dict:
+    return {"track_id": np.full(n, track, np.int32), "id": np.arange(n), "start_ns": np.arange(n) * 10,
+            "dur_ns": np.full(n, 5), "opcode": "Add", "kernel_id": np.zeros(n, np.int64),
+            "flops": np.zeros(n, np.int64), "bytes": np.zeros(n, np.int64), "dtype": "bf16"}
+
+
 def _write_some(w) -> None:
     rng = np.random.default_rng(0)
     for track in range(3):
@@ -108,14 +114,14 @@ def test_background_writer_writes_the_same_bytes(tmp_path):
 
 
 def _full_disk(monkeypatch):
-    """Writing a flows batch fails on the writer thread, as on a full disk."""
+    """Writing a flows batch fails on the writer thread, as on a full disk (Arrow's error names no file)."""
     from simcore.trace import writer as trace_writer
 
     real = trace_writer._TableFile.write
 
     def write(self, batch):
         if "src_id" in batch.schema.names:
-            raise OSError(28, "No space left on device")
+            raise OSError(28, "Error writing bytes to file. Detail: [errno 28] No space left on device")
         real(self, batch)
 
     monkeypatch.setattr(trace_writer._TableFile, "write", write)
@@ -134,14 +140,55 @@ def test_background_writer_raises_the_threads_error_and_leaves_nothing(tmp_path,
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
-def test_rows_that_do_not_fit_the_schema_raise_in_the_callers_write_and_leave_nothing(tmp_path):
-    """Rows are checked in the caller's thread (only the file writes run on the writer's)."""
+def test_rows_that_do_not_fit_the_schema_raise_by_the_next_call_and_leave_nothing(tmp_path):
+    """Rows are checked on the prepare thread; the error reaches the caller at its next call (here the
+    `with` block's commit), and nothing is left."""
     out = tmp_path / "bad.trnx"
     with pytest.raises(TypeError, match="missing columns"):
         with BackgroundWriter(TraceWriter(out, {})) as bg:
             _write_some(bg)
             bg.write("flows", {"src_id": np.arange(3), "dst_id": np.arange(3)})  # no kind column
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_an_observer_failing_on_the_prepare_thread_stops_the_writes_and_leaves_nothing(tmp_path):
+    """The observer runs on the prepare thread: its error is raised by the caller's next call, no later
+    batch is written, and the aborted trace leaves nothing behind."""
+    out = tmp_path / "bad.trnx"
+    w = TraceWriter(out, {})
+    seen: list[str] = []
+
+    def observer(table, chip, batch):
+        seen.append(table)
+        if table == "instructions":
+            raise ValueError("the recorder broke")
+
+    w.observer = observer
+    bg = BackgroundWriter(w, max_bytes=1)
+    bg.write("tracks", {"track_id": np.arange(2, dtype=np.int32), "chip": np.zeros(2, np.int32),
+                        "core": np.zeros(2, np.int32), "kind": ["pe", "act"], "name": ["PE", "ACT"],
+                        "unit": ["", ""]})
+    bg.write("instructions", _instructions(5))
+    with pytest.raises(ValueError, match="the recorder broke"):
+        bg.drain()
+    with pytest.raises(ValueError, match="the recorder broke"):
+        bg.write("instructions", _instructions(5))
+    bg.abort()
+    assert seen == ["tracks", "instructions"]
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_write_failing_on_a_thread_makes_trnx_capture_say_one_sentence_and_leave_nothing(tmp_path, monkeypatch, trnx):
+    """A full disk on the writer thread in the middle of a capture: `trnx capture` exits 2 with one
+    sentence naming the trace and the disk's error, and neither the trace nor its temporary is left."""
+    from clirun import one_sentence_error
+
+    _full_disk(monkeypatch)
+    out = tmp_path / "full.trnx"
+    sentence = one_sentence_error(trnx("capture", "-q", "-w", "llama3.1-8b", "--phase", "prefill", "--seq", "512",
+                                       "--layers", "1", "--detail", "instruction", "-o", out))
+    assert "No space left on device" in sentence and "full.trnx" in sentence, sentence
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_with_block_whose_commit_fails_leaves_nothing(tmp_path, monkeypatch):
@@ -156,7 +203,7 @@ def test_a_with_block_whose_commit_fails_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_the_observer_sees_every_batch_in_the_order_written(tmp_path):
-    """BackgroundWriter shows each batch to the writer's observer in the caller's thread, as written."""
+    """BackgroundWriter shows each batch to the writer's observer (on its prepare thread) in the order written."""
     seen: dict[str, list] = {"direct": [], "queued": []}
     for how in seen:
         w = TraceWriter(tmp_path / f"{how}.trnx", {"x": 1})
