@@ -30,6 +30,7 @@ from explorer.model.units import format_bytes, format_ns, format_rate_gbps
 from explorer.ui import roles as R
 from explorer.ui.operator_columns import OperatorColumns, significant
 from explorer.ui.selection_worker import latest
+from explorer.ui.text_cells import TextCells
 from explorer.ui.themes import current_theme
 from explorer.ui.worker import after_repaint
 from simcore.errors import UserError
@@ -88,6 +89,15 @@ class _ThemeColours:
 
 BOUND_COLOURS = _ThemeColours(_BOUND_COLOURS)
 LEVEL_COLOURS = _ThemeColours(_LEVEL_COLOURS)
+
+
+def _foreground(node: _Node, key: str) -> QColor | None:
+    """A cell's text colour in the current theme: the bound's and the level's; None: the palette's."""
+    if key == "bound":
+        return BOUND_COLOURS.get(node.get("bound"))
+    if key == "name":
+        return LEVEL_COLOURS.get(node.get("level"))
+    return None
 
 
 def _nan(v: Any) -> bool:
@@ -362,20 +372,15 @@ class OperatorTreeModel(QAbstractItemModel):
             self._materialize(self.node(parent), CHUNK)
 
     def data(self, index: QModelIndex, role: int = R.DISPLAY) -> Any:
-        # a repaint asks ~7 roles of every visible cell (~1,400 calls): the roles the tree never
-        # sets return first, and a cell's text is formatted once per node, not on every repaint
+        # (the view paints through `cell`, one call a cell; Qt's delegate, for a size hint or an
+        # export, asks ~7 roles of a cell: the roles the tree never sets return first, and a cell's
+        # text is formatted once per node)
         if role not in _ROLES or not index.isValid():
             return None
         n: _Node = index.internalPointer()
         col = index.column()
         if role == R.DISPLAY:
-            texts = n.texts
-            if texts is None:
-                texts = n.texts = [None] * len(COLUMNS)
-            text = texts[col]
-            if text is None:
-                text = texts[col] = format_cell(COLUMN_KEYS[col], n, self.origin)
-            return text
+            return self._text(n, col)
         if role == R.ALIGNMENT:
             return _ALIGNMENTS[col]
         key = COLUMN_KEYS[col]
@@ -383,11 +388,7 @@ class OperatorTreeModel(QAbstractItemModel):
         if role == R.USER:
             return n.key
         if role == R.FOREGROUND:
-            if key == "bound":
-                return BOUND_COLOURS.get(row.get("bound"))
-            if key == "name":
-                return LEVEL_COLOURS.get(row.get("level"))
-            return None
+            return _foreground(n, key)
         # R.TOOLTIP
         if key == "name":
             where = format_cell("where", row, self.origin)
@@ -397,6 +398,22 @@ class OperatorTreeModel(QAbstractItemModel):
                     + f"\n{format_ns(row['start_ns'] - self.origin)} \u2013 {format_ns(row['end_ns'] - self.origin)}"
                     "\ndouble-click: zoom the timeline to it")
         return COLUMN_DOCS.get(key if key != "where" else "core")
+
+    def _text(self, n: _Node, col: int) -> str:
+        """A cell's text, formatted once per node (on its first paint)."""
+        texts = n.texts
+        if texts is None:
+            texts = n.texts = [None] * len(COLUMNS)
+        text = texts[col]
+        if text is None:
+            text = texts[col] = format_cell(COLUMN_KEYS[col], n, self.origin)
+        return text
+
+    def cell(self, index: QModelIndex) -> tuple[str, int, QColor | None]:
+        """A cell's text, alignment and foreground in one call (what `text_cells.TextCells` paints)."""
+        n: _Node = index.internalPointer()
+        col = index.column()
+        return self._text(n, col), _ALIGNMENTS[col], _foreground(n, COLUMN_KEYS[col])
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = R.DISPLAY) -> Any:  # noqa: N802
         if orientation != R.HORIZONTAL or not 0 <= section < len(COLUMNS):
@@ -535,6 +552,9 @@ class QtOperators(QWidget):
         self.view = QTreeView()
         self.view.setObjectName("operators-tree")
         self.view.setModel(self.model)
+        # cells painted from the model's formatted texts, laid out once (Qt's delegate asked seven
+        # roles a cell and shaped every text twice a repaint: 10-13 ms a jump at 1920x1080)
+        self.view.setItemDelegate(TextCells(self.model.cell, self.view))
         self.view.setUniformRowHeights(True)
         self.view.setIndentation(14)  # five levels deep, an instruction's name still reads in the name column
         self.view.setAlternatingRowColors(True)
