@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidge
 
 from explorer.model.units import format_bytes, format_count, format_ns, format_rate_gbps
 from explorer.ui import roles as R
+from explorer.ui.text_cells import TextCells
 from explorer.ui.worker import soon
 
 
@@ -32,6 +33,11 @@ def natural_key(v: Any) -> tuple:
     if _missing(v):
         return ((2, 0, ""),)
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", str(v)) if p)
+
+
+def _alignment(v: Any) -> int:
+    """Numbers to the right, text to the left."""
+    return R.ALIGN_RIGHT if isinstance(v, (int, float)) and not isinstance(v, bool) else R.ALIGN_LEFT
 
 
 def _missing(v: Any) -> bool:
@@ -143,9 +149,15 @@ class FrameTableModel(QAbstractTableModel):
         if role == R.FOREGROUND and col.colour is not None:
             return col.colour(rec)
         if role == R.ALIGNMENT:
-            numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
-            return R.ALIGN_RIGHT if numeric else R.ALIGN_LEFT
+            return _alignment(v)
         return None
+
+    def cell(self, index: QModelIndex) -> tuple[str, int, QColor | None]:
+        """A cell's text, alignment and foreground in one call (what `text_cells.TextCells` paints)."""
+        col = self.columns[index.column()]
+        rec = self.records[index.row()]
+        v = rec.get(col.key)
+        return col.fmt(v), _alignment(v), None if col.colour is None else col.colour(rec)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = R.DISPLAY) -> Any:  # noqa: N802
         if orientation != R.HORIZONTAL or not 0 <= section < len(self.columns):
@@ -188,6 +200,7 @@ def make_table(model: FrameTableModel, name: str, parent: QWidget | None = None,
     view = _Table(parent)
     view.setObjectName(name)
     view.setModel(model)
+    view.setItemDelegate(TextCells(model.cell, view))  # (one model call a cell, texts laid out once)
     view.setSelectionBehavior(QAbstractItemView.SelectRows)
     view.setSelectionMode(QAbstractItemView.SingleSelection)
     view.setEditTriggers(QAbstractItemView.NoEditTriggers)

@@ -5,9 +5,10 @@ the text out twice on every paint (once to size it, once to draw it, shaping it 
 each time): a repaint of the operator tree at 1920x1080, ~200 cells, cost 10-13 ms of the GUI
 thread, which a jump pays after every navigation. This delegate asks the model once per cell
 (`cell(index) -> (text, alignment, colour or None)`), lets the style draw the cell without its
-text -- background, alternate rows, selection and focus exactly as before -- and draws the text
-as a `QStaticText` kept per (text, width): the same elided text, pen and place Qt's
-`QCommonStyle` would give it (`tests/ui/test_text_cells.py` compares the pixels).
+text -- background, alternate rows and selection exactly as before -- and draws the text as a
+`QStaticText` kept per (text, width): the same elided text, pen and place Qt's `QCommonStyle`
+would give it (`tests/ui/test_text_cells.py` compares the pixels). The current cell, whose focus
+frame is laid out around its text, is left to Qt's delegate (one cell a view).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QModelIndex, QPointF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QStaticText, QTextOption
-from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QStaticText
+from PySide6.QtWidgets import QApplication, QStyle, QStyledItemDelegate, QStyleOptionViewItem, QWidget
 
 Cell = tuple[str, int, QColor | None]  # text, Qt.Alignment as an int, foreground (None: the palette's)
 KEPT = 4096  # laid-out texts kept (a 1920x1080 view shows ~200 cells; column widths change rarely)
@@ -25,6 +26,7 @@ KEPT = 4096  # laid-out texts kept (a 1920x1080 view shows ~200 cells; column wi
 _SELECTED = QStyle.StateFlag.State_Selected.value
 _ENABLED = QStyle.StateFlag.State_Enabled.value
 _ACTIVE = QStyle.StateFlag.State_Active.value
+_FOCUS = QStyle.StateFlag.State_HasFocus.value
 _RIGHT = Qt.AlignmentFlag.AlignRight.value
 _HCENTER = Qt.AlignmentFlag.AlignHCenter.value
 _TOP = Qt.AlignmentFlag.AlignTop.value
@@ -42,7 +44,7 @@ class TextCells(QStyledItemDelegate):
         self._texts: dict[tuple[str, int], tuple[QStaticText, float]] = {}  # (text, width) -> laid out, its width
         self._font: QFont | None = None
         self._metrics = QFontMetricsF(view.font())
-        self._height = 0.0
+        self._height = 0
         self._margin = 3
         self._pens: dict[tuple[int, int], tuple[QColor, QColor]] = {}  # (palette, group) -> (selected, plain) pens
 
@@ -63,7 +65,7 @@ class TextCells(QStyledItemDelegate):
         """A theme or font change (or the first paint): lay every text out again."""
         self._font = QFont(font)
         self._metrics = QFontMetricsF(font)
-        self._height = self._metrics.height()
+        self._height = round(self._metrics.height())
         self._texts.clear()
         style = widget.style() if widget is not None else None
         self._margin = style.pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, widget) + 1 if style else 3
@@ -83,9 +85,13 @@ class TextCells(QStyledItemDelegate):
         return pens[0] if selected else pens[1]
 
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex) -> None:
+        state = option.state.value
+        if state & _FOCUS:  # the current cell (one a view): its focus frame is laid out around its text
+            super().paint(painter, option, index)
+            return
         widget = option.widget
-        # the cell without its text: background, alternate row, selection, focus -- as Qt draws them
-        widget.style().drawControl(_ITEM, option, painter, widget)
+        # the cell without its text: background, alternate row and selection as Qt draws them
+        (widget.style() if widget is not None else QApplication.style()).drawControl(_ITEM, option, painter, widget)
         text, align, colour = self.cell(index)
         if not text:
             return
@@ -98,7 +104,6 @@ class TextCells(QStyledItemDelegate):
         if width <= 0:
             return
         st, w = self._laid_out(text, width)
-        state = option.state.value
         selected = bool(state & _SELECTED)
         # (Qt sets a foreground for every colour group: a coloured cell does not grey when disabled)
         painter.setPen(colour if colour is not None and not selected else self._pen(option.palette, state, selected))
@@ -107,10 +112,11 @@ class TextCells(QStyledItemDelegate):
             x += width - w
         elif align & _HCENTER:
             x += (width - w) / 2
+        # (in whole pixels, as QStyle.alignedRect places the text's rounded height)
         if align & _TOP:
             y = rect.y()
         elif align & _BOTTOM:
             y = rect.y() + rect.height() - self._height
         else:
-            y = rect.y() + (rect.height() - self._height) / 2
+            y = rect.y() + rect.height() // 2 - self._height // 2
         painter.drawStaticText(QPointF(x, y), st)

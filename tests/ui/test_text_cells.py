@@ -74,3 +74,37 @@ def test_a_repaint_asks_the_model_for_no_roles(tree):
         sys.setprofile(None)
     assert calls["cell"] >= 100  # every visible cell painted, one call each
     assert calls["data"] == 0  # Qt's delegate: ~7 data() calls a cell
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_a_frame_table_looks_as_qt_paints_it(qtbot, theme):
+    """The panels' tables (kernel details, dependencies, statistics...) paint through TextCells too."""
+    import pandas as pd
+    from PySide6.QtGui import QColor
+
+    from explorer.ui import frame_table as F
+
+    apply_theme(theme)
+    try:
+        model = F.FrameTableModel([
+            F.Column("name", "name"), F.Column("n", "count", F.count), F.Column("t", "time", F.ns),
+            F.Column("bound", "bound", colour=lambda rec: QColor("#c0392b") if rec["bound"] == "hbm" else None)])
+        table = F.make_table(model, "cells")
+        qtbot.addWidget(table)
+        table.resize(700, 260)
+        table.show()
+        qtbot.waitExposed(table)
+        model.set_frame(pd.DataFrame({
+            "name": [f"kernel {i} " + "with a long name " * (i % 3) for i in range(12)],
+            "n": [i * 12_345 for i in range(12)], "t": [i * 1e4 + 0.5 for i in range(12)],
+            "bound": ["hbm" if i % 2 else "compute" for i in range(12)]}))
+        qtbot.wait(100)  # fitted
+        table.setColumnWidth(0, 110)  # the long names elided
+        table.selectRow(3)
+        assert isinstance(table.itemDelegate(), TextCells)
+        for enabled in (True, False):
+            table.setEnabled(enabled)
+            assert _grab(table, table.itemDelegate()) == _grab(table, QStyledItemDelegate(table)), enabled
+            table.setItemDelegate(TextCells(model.cell, table))
+    finally:
+        apply_theme("dark")
