@@ -125,3 +125,43 @@ def test_counter_bins_match_numpy_bit_for_bit(monkeypatch):
             for name in ("min", "max", "mean", "last"):
                 g, w = getattr(got, name), getattr(want, name)
                 assert np.array_equal(g, w, equal_nan=True), (name, t0, width)
+
+
+def test_a_sampled_lane_draws_the_same_bit_for_bit(monkeypatch):
+    """Long lanes get a sample of their starts (every 64th) on a thread of their own once drawn; the
+    frames after it (searching the sample first at wide zooms) equal the frames before and numpy's."""
+    rng = np.random.default_rng(64)
+    covs = []
+    for n in (lod.SAMPLE_MIN * 30 + 17, lod.SAMPLE_MIN + 63):  # the first searched through its sample at full span
+        gaps = rng.integers(0, 50, n) * (rng.random(n) < 0.5)
+        dur = rng.integers(0, 200, n)  # zero durations too: equal starts
+        start = np.cumsum(gaps + np.r_[0, dur[:-1]]).astype(np.int64)
+        covs.append(Coverage.build(start, dur.astype(np.int64)))
+    hi = max(int(c.start[-1] + c.dur[-1]) for c in covs)
+    edges = [np.linspace(-500.0, hi + 500.0, 1681), np.linspace(hi * 0.3, hi * 0.35, 1681),
+             np.linspace(-100.0, 3e4, 1681), np.linspace(hi - 3e4, hi + 100.0, 1681), np.linspace(5e3, 5.2e3, 1681)]
+    before = [fractions_many(covs, e) for e in edges]
+    lod.wait_for_samples()
+    assert all(c.sample is not None for c in covs)
+    for e, old in zip(edges, before):
+        got = fractions_many(covs, e)
+        want = _numpy(monkeypatch, fractions_many, covs, e)
+        for g, o, w in zip(got, old, want):
+            assert np.array_equal(g, o) and np.array_equal(g, w)
+
+
+def test_counts_through_the_sample_are_searchsorted():
+    from explorer.model.timeline.lod_kernels import counts_sampled, sample_starts
+
+    rng = np.random.default_rng(9)
+    for n in (1, 63, 64, 65, 5_000, 70_001):
+        a = np.sort(rng.integers(0, n * 3, n + 10)).astype(np.int64)  # duplicates included
+        lo, hi = 7, 7 + n
+        sample = np.empty((n + 63) // 64, np.int64)
+        sample_starts(a, lo, hi, sample)
+        for keys in (np.linspace(-5, n * 3 + 5, 1681), np.linspace(n, n * 1.1, 1681), np.full(9, n * 1.5),
+                     np.linspace(-5, n * 3 + 5, 9)):
+            keys = np.floor(keys).astype(np.int64)
+            out = np.empty(len(keys), np.int64)
+            counts_sampled(a, lo, hi, sample, keys, out)
+            assert np.array_equal(out, np.searchsorted(a[lo:hi], keys, side="right"))

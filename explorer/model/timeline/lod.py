@@ -16,13 +16,19 @@ writer overlaps) are first merged into their union, so a pixel is never more tha
 Disjoint tracks share their table's arrays: a `Coverage` is the slice [lo, hi) of
 root arrays (`start`, `dur` and a table-wide prefix sum), so one frame can gather
 the pixels of every visible row in a few numpy calls (`fractions_many`).
+
+A long lane also gets a sample of its starts (every 64th; `Coverage.sample`), taken on a
+thread of its own the first time a frame draws the lane: at the widest zooms the compiled
+loops search it first and the column only inside one block of 64 per pixel edge
+(`lod_kernels.counts_sampled`), the same answers with far fewer cache misses. Frames
+drawn before it is there search the column alone.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +36,8 @@ from explorer.model.intervals import sorted_runs
 
 HAVE_NUMBA = True  # use lod_kernels' compiled loops (imported on first use: importing numba costs
 # ~0.3 s and much address space, which commands that never draw a timeline should not pay)
+SAMPLE_MIN = 1 << 12  # lanes with fewer intervals are searched whole (their column stays in cache)
+_NO_SAMPLE = np.zeros(0, dtype=np.int64)
 
 
 def merge_overlaps(start: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -55,6 +63,8 @@ class Coverage:
     root_cum: np.ndarray  # int64, len(root) + 1: prefix sum of root_dur
     lo: int
     hi: int
+    sample: np.ndarray | None = field(default=None, repr=False, compare=False)  # every 64th start, once taken
+    _sampling: bool = field(default=False, repr=False, compare=False)  # queued for `_sampler`
 
     @classmethod
     def build(cls, start: np.ndarray, dur: np.ndarray, *, disjoint: bool | None = None) -> Coverage:
@@ -125,9 +135,17 @@ def fractions_many(covs: list[Coverage], edges: np.ndarray) -> tuple[np.ndarray,
 
         # one compiled pass per row, the same arithmetic (lod_kernels)
         count = np.empty(nb + 1, dtype=np.int64)
+        unsampled = []
         for i in live:
             c = covs[i]
-            coverage_row(c.root_start, c.root_dur, c.root_cum, c.lo, c.hi, e, keys, count, frac[i], last[i])
+            sample = c.sample
+            if sample is None:
+                sample = _NO_SAMPLE
+                if c.hi - c.lo >= SAMPLE_MIN and not c._sampling:
+                    unsampled.append(c)
+            coverage_row(c.root_start, c.root_dur, c.root_cum, c.lo, c.hi, sample, e, keys, count, frac[i], last[i])
+        if unsampled:
+            sample_apart(unsampled)
         return frac, last
     m = len(live)
     j = np.empty((m, nb + 1), dtype=np.int64)
@@ -171,6 +189,55 @@ def last_started(start: np.ndarray, edges: np.ndarray) -> np.ndarray:
         counts_le(start, 0, len(start), right, out)  # galloping from each edge's answer to the next
         return out - 1
     return np.searchsorted(start, right, side="right") - 1
+
+
+def take_sample(cov: Coverage) -> None:
+    """Set `cov.sample`: every 64th of its starts (`lod_kernels.sample_starts`; needs numba)."""
+    from explorer.model.timeline.lod_kernels import SAMPLE_SHIFT, sample_starts
+
+    n = cov.hi - cov.lo
+    out = np.empty((n + (1 << SAMPLE_SHIFT) - 1) >> SAMPLE_SHIFT, dtype=np.int64)
+    sample_starts(cov.root_start, cov.lo, cov.hi, out)
+    cov.sample = out  # one assignment: a frame sees no sample or the whole of it
+
+
+_samples_asked: list[Coverage] = []  # waiting for `_sampler`
+_sampler: threading.Thread | None = None  # while there are samples to take
+_sampler_cond = threading.Condition()
+
+
+def sample_apart(covs: list[Coverage]) -> None:
+    """Take these lanes' samples on a thread of their own (taking them in a frame would read a
+    5M-interval lane's whole column first: ~40 MB, tens of ms when it is not in memory)."""
+    global _sampler
+    with _sampler_cond:
+        for c in covs:
+            c._sampling = True
+            _samples_asked.append(c)
+        if _sampler is None:
+            _sampler = threading.Thread(target=_sample_loop, name="lane-samples", daemon=True)
+            _sampler.start()
+
+
+def _sample_loop() -> None:
+    global _sampler
+    while True:
+        with _sampler_cond:
+            if not _samples_asked:  # done: the next `sample_apart` starts another thread
+                _sampler = None
+                _sampler_cond.notify_all()
+                return
+            cov = _samples_asked.pop(0)
+        try:
+            take_sample(cov)
+        except Exception:  # noqa: BLE001 - a lane left without its sample is searched whole, as before
+            pass
+
+
+def wait_for_samples() -> None:
+    """Return once every sample asked for so far is taken (tests and benches comparing pictures)."""
+    with _sampler_cond:
+        _sampler_cond.wait_for(lambda: _sampler is None)
 
 
 _loading: threading.Thread | None = None  # load_compiled_loops_apart's thread, while it runs

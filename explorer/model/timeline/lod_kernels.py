@@ -8,6 +8,13 @@ last ended and touches memory next to it), and each pixel's busy fraction is com
 numpy formula computes it, operation for operation in the same float types, so the pictures
 are identical bit for bit (tests/model/test_lod_kernels.py compares them with the numpy path).
 
+At the widest zooms each pixel edge lies thousands of intervals past the last, and galloping
+there is a chain of cache and TLB misses over a lane's whole column (~40 MB of starts for a
+5M-interval lane). A lane's `sample` (every 64th start, `sample_starts`: 12 MB for 100M events,
+small enough to stay in cache) then finds each edge's block of 64 first, and the edges are
+searched in their blocks independently of each other, without branches, so the processor
+overlaps their misses (`counts_sampled`); the answers are the same counts.
+
 Functions compile once per machine (`cache=True`). A window loads them on a thread of their own
 while its first trace loads (`lod.load_compiled_loops_apart`: importing numba and loading them
 takes ~0.4-0.6 s); frames drawn before they are ready take the numpy path, which draws the same.
@@ -46,13 +53,76 @@ def counts_le(a: np.ndarray, lo: int, hi: int, keys: np.ndarray, out: np.ndarray
         out[k] = c
 
 
+SAMPLE_SHIFT = 6  # a sample keeps every 64th start: 1/64 of the column, a block of 64 per entry
+
+
+@njit(cache=True, nogil=True)
+def sample_starts(a: np.ndarray, lo: int, hi: int, out: np.ndarray) -> None:
+    """out[k] = a[lo + 64 k]: the sample `counts_sampled` searches first (len (hi - lo + 63) // 64)."""
+    for k in range(len(out)):
+        out[k] = a[lo + (k << SAMPLE_SHIFT)]
+
+
+@njit(cache=True, nogil=True)
+def counts_sampled(a: np.ndarray, lo: int, hi: int, sample: np.ndarray, keys: np.ndarray, out: np.ndarray) -> None:
+    """`counts_le` through `sample` (every 64th of a[lo:hi], `sample_starts`; empty: none yet).
+
+    First each key's block: the last sample entry <= key, galloping forward from the previous
+    key's (keys are non-decreasing; the sample is small and stays in cache). When the keys span
+    few blocks (a deep zoom: neighbouring edges, few intervals apart) galloping through the
+    column itself touches less, so that is done instead. Otherwise each key is searched in its
+    block of 64 in six steps without branches, the keys independent of one another, so their
+    cache misses overlap instead of following one another."""
+    n, m, nk = hi - lo, len(sample), len(keys)
+    if m == 0 or nk == 0:
+        counts_le(a, lo, hi, keys, out)
+        return
+    b = -1
+    for k in range(nk):
+        key = keys[k]
+        if b + 1 < m and sample[b + 1] <= key:
+            known = b + 1  # sample[known] <= key: the block is at or past it
+            step = 1
+            while known + step < m and sample[known + step] <= key:
+                known += step
+                step *= 2
+            left, right = known + 1, min(known + step, m)  # the first entry > key is in [left, right]
+            while left < right:
+                mid = (left + right) >> 1
+                if sample[mid] <= key:
+                    left = mid + 1
+                else:
+                    right = mid
+            b = left - 1
+        out[k] = b
+    if (out[nk - 1] - out[0]) * 4 < nk:  # fewer than 16 intervals per key: gallop in the column
+        counts_le(a, lo, hi, keys, out)
+        return
+    top = n - 1
+    for k in range(nk):
+        b = out[k]
+        if b < 0:  # before the first start
+            out[k] = 0
+            continue
+        key = keys[k]
+        pos = b << SAMPLE_SHIFT  # a[lo + pos] <= key < a[lo + pos + 64] (when there is one)
+        step = 1 << (SAMPLE_SHIFT - 1)
+        while step > 0:
+            i = pos + step
+            v = a[lo + min(i, top)]
+            pos = i if (i <= top) & (v <= key) else pos  # & not `and`: no branch
+            step >>= 1
+        out[k] = pos + 1
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
-def coverage_row(start: np.ndarray, dur: np.ndarray, cum: np.ndarray, lo: int, hi: int, e: np.ndarray,
-                 keys: np.ndarray, count: np.ndarray, frac: np.ndarray, last: np.ndarray) -> None:
+def coverage_row(start: np.ndarray, dur: np.ndarray, cum: np.ndarray, lo: int, hi: int, sample: np.ndarray,
+                 e: np.ndarray, keys: np.ndarray, count: np.ndarray, frac: np.ndarray, last: np.ndarray) -> None:
     """One row of `fractions_many`: busy fraction of each bin between edges `e` (float ns; `keys`
     their floors) over the disjoint intervals [lo, hi) of root arrays start, dur and their prefix
-    sum cum, and the (row-relative) last interval starting at or before each bin's right edge."""
-    counts_le(start, lo, hi, keys, count)
+    sum cum, and the (row-relative) last interval starting at or before each bin's right edge.
+    `sample`: every 64th of start[lo:hi] (`sample_starts`), or empty."""
+    counts_sampled(start, lo, hi, sample, keys, count)
     base = cum[lo]
     prev = 0.0
     for k in range(len(e)):
@@ -213,7 +283,10 @@ def warm() -> None:
         e, keys = np.array([0.0, 5.0, 15.0]), np.array([0, 5, 15], dtype=np.int64)
         count, frac, last = np.empty(3, np.int64), np.empty(2), np.empty(2, np.int64)
         counts_le(i64, 0, 3, keys, count)
-        coverage_row(i64, i64, np.array([0, 0, 10, 20], dtype=np.int64), 0, 3, e, keys, count, frac, last)
+        sample = np.zeros(1, np.int64)
+        sample_starts(i64, 0, 3, sample)
+        for s in (sample, sample[:0]):
+            coverage_row(i64, i64, np.array([0, 0, 10, 20], dtype=np.int64), 0, 3, s, e, keys, count, frac, last)
         held = np.array([0, 0, 1], dtype=np.int64)
         first, stop = np.empty(2, np.int64), np.empty(2, np.int64)
         counter_spans(i64, held, e, first, stop)
