@@ -20,13 +20,18 @@ def waits_listed(deps) -> int:
     return deps.preds.rowCount() + deps.succs.rowCount() + deps.steps.rowCount()
 
 
-def test_clearing_the_selection_clears_the_waits_and_their_outline(window, qtbot):
+def instruction_15_shown(window, qtbot):
+    """The analysis panels once a click on MultiplyMoving 15 has its waits in the Dependencies panel."""
     p = ready(window, qtbot)
-    deps, overlay = p.dependencies, p.overlay
     window.panels["Dependencies"].raise_()
-    mm15 = window.loaded.index.find_id(15)
-    with qtbot.waitSignal(deps.shown, timeout=20_000):
-        click_event(window, mm15)
+    with qtbot.waitSignal(p.dependencies.shown, timeout=20_000):
+        click_event(window, window.loaded.index.find_id(15))
+    return p
+
+
+def test_clearing_the_selection_clears_the_waits_and_their_outline(window, qtbot):
+    p = instruction_15_shown(window, qtbot)
+    deps, overlay = p.dependencies, p.overlay
     assert deps.steps.rowCount() == 6 and overlay.steps == 6 and overlay.isVisible()
     assert "instruction:15" in deps.title.text()
 
@@ -39,7 +44,7 @@ def test_clearing_the_selection_clears_the_waits_and_their_outline(window, qtbot
 
     # selecting the same instruction again lists its chain again
     with qtbot.waitSignal(deps.shown, timeout=20_000):
-        click_event(window, mm15)
+        click_event(window, window.loaded.index.find_id(15))
     assert deps.steps.rowCount() == 6 and overlay.steps == 6
 
     # a kernel has no waits of its own: the instruction's are not left under its name
@@ -50,11 +55,8 @@ def test_clearing_the_selection_clears_the_waits_and_their_outline(window, qtbot
 
 
 def test_a_critical_path_asked_for_stays_with_its_kernel_when_the_selection_clears(window, qtbot):
-    p = ready(window, qtbot)
+    p = instruction_15_shown(window, qtbot)
     deps = p.dependencies
-    window.panels["Dependencies"].raise_()
-    with qtbot.waitSignal(deps.shown, timeout=20_000):
-        click_event(window, window.loaded.index.find_id(15))
     deps.tabs.setCurrentIndex(1)
     qtbot.waitUntil(lambda: deps.cp_button.isVisible() and deps.cp_button.isEnabled())
     with qtbot.waitSignal(deps.critical_path_ready, timeout=20_000):
