@@ -29,6 +29,11 @@ def format_count(n: float) -> str:
     return f"{n:.0f}"
 
 
+def plural(n: int, word: str) -> str:
+    """1 -> '1 chip', 16 -> '16 chips' (thousands separated): the CLI and the panels count alike."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
 def format_rate_gbps(gbps: float) -> str:
     """GB/s (1 GB = 1e9 bytes), switching to TB/s above 1000."""
     return f"{gbps / 1000:.3g} TB/s" if abs(gbps) >= 1000 else f"{gbps:.4g} GB/s"

@@ -23,7 +23,7 @@ from explorer.model.analysis.step_breakdown import CATEGORIES, LABELS, breakdown
 from explorer.model.scope import Scope
 from explorer.model.timeline.selection import covers_trace, is_area, selection_scope
 from explorer.model.analysis.summary import Summary, summarize
-from explorer.model.units import format_ns
+from explorer.model.units import format_ns, plural
 from explorer.ui.analysis_session import Latest, TraceAnalysis
 
 COLUMNS = ("trace", "chip", "selection")
@@ -33,10 +33,6 @@ HEADLINE = (("total_time_ns", "time"), ("mfu_percent", "MFU"), ("mfu_estimated_p
             ("tensor_engine_active_time_percent", "tensor engine active"))
 SELECTION_DEBOUNCE_MS = 300
 NAME_MAX_WIDTH = 210  # px: the name column fits the longest display name, up to this
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 class QtSummary(QWidget):

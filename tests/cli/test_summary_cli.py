@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from clirun import trnx as trnx_in_process
 
 from model import analysis_traces as at
 
@@ -76,3 +78,13 @@ def test_bad_input_is_one_line_and_exit_2(basic, args, fragment):
     assert proc.returncode == 2
     assert proc.stderr.startswith("trnx: error: ") and fragment in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_the_scope_line_counts_in_words_a_user_reads():
+    """One chip is "1 chip", not "1 chips" (the summary panel's headline says it the same way)."""
+    sample = Path(__file__).resolve().parents[2] / "sample_traces" / "gemm-4096-bf16.trnx"
+    one = trnx_in_process("summary", sample, "--no-recommendations")
+    assert one.code == 0 and "chips all: 1 core on 1 chip did work" in one.out, one.err
+    many = trnx_in_process("summary", sample.with_name("llama3.1-70b-tp16-straggler.trnx"), "--no-recommendations",
+                           "--chips", "0,1")
+    assert many.code == 0 and "chips 0,1: 16 cores on 2 chips did work" in many.out, many.err

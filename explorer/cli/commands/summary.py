@@ -18,7 +18,7 @@ from explorer.cli.scope_options import pop_scope, scope_options
 from explorer.model.analysis.metrics import GROUPS, METRICS, format_metric
 from explorer.model.deep_link import link_text
 from explorer.model.scope import Scope
-from explorer.model.units import format_bytes, format_ns
+from explorer.model.units import format_bytes, format_ns, plural
 
 TOP_COLLECTIVES = 5
 
@@ -42,7 +42,7 @@ def print_report(r: dict[str, Any]) -> None:
     click.echo(f"hardware   {r['hardware']}    workload {r['workload']}")
     chips = "all" if scope["chips"] is None else ",".join(map(str, scope["chips"]))
     click.echo(f"scope      {scope['t0_ns']}..{scope['t1_ns']} ns, chips {chips}: "
-               f"{scope['cores']} cores on {scope['chips_with_work']} chips did work")
+               f"{plural(scope['cores'], 'core')} on {plural(scope['chips_with_work'], 'chip')} did work")
     m, why = r["metrics"], r["unavailable"]
     for group in GROUPS:
         click.echo(f"\n{group}")
