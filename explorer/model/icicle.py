@@ -33,6 +33,11 @@ class Box:
     t0: int
     t1: int
 
+    @property
+    def share(self) -> float:
+        """The box's part of the whole model's value (its width: the model box is 0..1)."""
+        return self.x1 - self.x0
+
 
 def _frame(trace: Trace, value: str) -> pd.DataFrame:
     k = trace.kernels

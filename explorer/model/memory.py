@@ -63,6 +63,28 @@ class MemoryData:
         return parts if mode == "partitions" else nbytes // parts
 
 
+@dataclass(frozen=True)
+class Overview:
+    """One memory's allocations over the whole trace, as the view's status line states them."""
+
+    allocations: int
+    cores: int
+    busiest: Lane | None  # the lane that held the most at once
+    capacity_bytes: int   # one core's
+
+    @property
+    def peak_percent(self) -> float:
+        """The busiest core's most held at once, as a share of its memory (0 with no allocations)."""
+        return 100.0 * self.busiest.peak_bytes / self.capacity_bytes if self.busiest is not None else 0.0
+
+
+def overview(data: MemoryData, memory: str) -> Overview:
+    """How many allocations `memory` has, on how many cores, and the busiest core's peak."""
+    lanes = data.lanes_of(memory)
+    return Overview(sum(len(lane.rows) for lane in lanes), len(lanes),
+                    max(lanes, key=lambda lane: lane.peak_bytes) if lanes else None, data.capacity[memory][0])
+
+
 def _capacity(hardware: dict) -> dict[str, tuple[int, int]]:
     out = {}
     for mem in ALLOCATION_MEMORIES:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QComboBox, QWidget
+from PySide6.QtWidgets import QComboBox, QToolTip, QWidget
 
 from explorer.model.icicle import icicle
 from simcore.trace import open_trace
@@ -16,6 +16,7 @@ def test_model_sums_kernels_up_the_tree(trace_path):
     assert by[(0, "tiny-llm")].value == 100_000  # two 50 us kernels
     assert by[(1, "layer 1")].value == 50_000 and by[(2, "attention.softmax")].value == 50_000
     assert (by[(1, "layer 0")].x0, by[(1, "layer 0")].x1, by[(1, "layer 1")].x1) == (0.0, 0.5, 1.0)  # time order
+    assert by[(1, "layer 1")].share == 0.5 and by[(0, "tiny-llm")].share == 1.0
     assert by[(3, "softmax")].node == "kernel:softmax@op:4" and (by[(3, "softmax")].t0, by[(3, "softmax")].t1) == (50_000, 100_000)
     flops = icicle(open_trace(trace_path), "flops")
     assert flops[0].value == open_trace(trace_path).to_pandas("kernels")["flops"].sum()
@@ -30,6 +31,8 @@ def test_click_zooms_the_timeline_and_selects_the_op(window, qtbot):
     vp = window.view.viewport
     assert vp.t0 <= 50_000 and 100_000 <= vp.t1 and vp.t1 - vp.t0 < 60_000
     assert window.view.node == "op:4"
+    QTest.mouseMove(ice.canvas, QPoint(x, y))  # hover: the box's value and its share of the model
+    qtbot.waitUntil(lambda: QToolTip.text() == "attention.softmax: 50 us (50 % of the model)", timeout=5_000)
     ice.findChild(QComboBox, "icicle-value").setCurrentText("flops")
     qtbot.waitUntil(lambda: ice.value_column == "flops" and "FLOP" in ice.status.text(), timeout=10_000)
 

@@ -7,6 +7,7 @@ import json
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QColor, QCursor
@@ -82,6 +83,21 @@ def test_model_raster_is_the_bytes_each_partition_holds(decode):
     top = live.groupby("kind", observed=True).bytes.sum().idxmax()  # full-width buffers: the most bytes wins
     assert M.ALLOCATION_KINDS[int(r.kind[0, 0]) - 1] == top
     assert M.held_at(data, lane, when)[0] == live.bytes.sum()
+
+
+def test_the_status_line_numbers_come_from_the_model_and_equal_pandas(decode):
+    """The count, the busiest core and its share of SBUF the view states are `memory.overview`'s, and
+    equal a sweep over the table's rows (most bytes live at once, ends before starts at one instant)."""
+    t = open_trace(decode)
+    a = t.to_pandas("sbuf_allocations")
+    a = a[a.memory == "sbuf"]
+    o = M.overview(M.load_memory(t), "sbuf")
+    assert (o.allocations, o.cores) == (len(a), a.groupby(["chip", "core"]).ngroups)
+    ev = pd.concat([pd.DataFrame({"t": a.end_ns, "d": -a.bytes}), pd.DataFrame({"t": a.start_ns, "d": a.bytes})])
+    held = ev.sort_values(["t", "d"], kind="stable").d.cumsum().max()
+    capacity = t.hardware["sbuf"]["bytes_per_core"]
+    assert o.busiest.peak_bytes == held and o.capacity_bytes == capacity
+    assert o.peak_percent == pytest.approx(100 * held / capacity)
 
 
 def test_lanes_follow_the_timeline_hover_names_the_owner_click_selects_the_kernel(qtbot, decode):

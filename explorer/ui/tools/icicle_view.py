@@ -67,10 +67,9 @@ class _Canvas(QWidget):
         if bx is None:
             QToolTip.hideText()
             return
-        total = self.owner.boxes[0].value if self.owner.boxes else 1.0
         fmt = FORMAT[self.owner.value_column]
         QToolTip.showText(event.globalPosition().toPoint(),
-                          f"{bx.name}: {fmt(bx.value)} ({100 * bx.value / total:.3g} % of the model)", self)
+                          f"{bx.name}: {fmt(bx.value)} ({100 * bx.share:.3g} % of the model)", self)
 
     def mousePressEvent(self, event) -> None:  # noqa: N802
         bx = self.box_at(event.position().x(), event.position().y())

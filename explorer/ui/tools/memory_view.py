@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QScrollArea, QToolTip, QVBoxLayout, QWidget
 
 from explorer.model import memory as M
-from explorer.model.units import format_bytes, format_ns
+from explorer.model.units import format_bytes, format_ns, plural
 from explorer.ui import palette as P
 from explorer.ui.tools.background import run_tool
 
@@ -288,16 +288,14 @@ class QtMemoryView(QWidget):
         self.refresh()
 
     def _summary(self) -> None:
-        lanes = self.lanes()
-        n = sum(len(lane.rows) for lane in lanes)
-        if not lanes:
+        o = M.overview(self.data, self.memory)
+        top = o.busiest
+        if top is None:
             self.status.setText(f"no {self.memory.upper()} allocations in this trace")
             return
-        top = max(lanes, key=lambda lane: lane.peak_bytes)
-        cap = self.data.capacity[self.memory][0]
-        self.status.setText(f"{n:,} {self.memory.upper()} allocations on {len(lanes)} core{'s' if len(lanes) > 1 else ''} "
+        self.status.setText(f"{o.allocations:,} {self.memory.upper()} allocations on {plural(o.cores, 'core')} "
                             f"(instruction-detail cores); the most held at once: {format_bytes(top.peak_bytes)} of "
-                            f"{format_bytes(cap)} ({100 * top.peak_bytes / cap:.0f}%), {top.label} at "
+                            f"{format_bytes(o.capacity_bytes)} ({o.peak_percent:.0f}%), {top.label} at "
                             f"{format_ns(top.peak_t - self.origin)}. Follows the timeline; hover for the owner, "
                             "click to select its kernel")
 
