@@ -231,6 +231,7 @@ class QtCompare(QMainWindow):
         self.loader = TraceLoader(self.b_path, self.side_a.view.colour_mode, self)
         self.loader.loaded.connect(self._loaded)
         self.loader.failed.connect(self._failed)
+        self.loader.refused.connect(self._damaged)
         self.loader.damaged.connect(self._damaged)
         self.loader.start()
 

@@ -237,6 +237,7 @@ class MainWindow(QMainWindow):
         loader.progressed.connect(self._progress)
         loader.loaded.connect(self._loaded)
         loader.failed.connect(self._failed)
+        loader.refused.connect(self._refused)
         loader.damaged.connect(self._damaged)
         loader.finished.connect(loader.deleteLater)
         self.progress.setValue(0)
@@ -290,13 +291,21 @@ class MainWindow(QMainWindow):
     def _damaged(self, path: Path, message: str) -> None:
         """A shown trace failed its checksums (verified after it opened): close it, as the CLI
         refuses it, and say why."""
+        self._close_refused(path, message, "Damaged trace", "the trace is damaged")
+
+    def _refused(self, path: Path, message: str) -> None:
+        """A trace shown before its validation (it had no saved index) failed it: close it, as
+        the CLI refuses it, and say why."""
+        self._close_refused(path, message, "Cannot open trace", "could not open the trace")
+
+    def _close_refused(self, path: Path, message: str, title: str, status: str) -> None:
         if self.loaded is None or self.loaded.path != path:
             return
         self.show_trace(None)
-        self.statusBar().showMessage("the trace is damaged", 5000)
+        self.statusBar().showMessage(status, 5000)
         self.load_failed.emit(message)
         if self.show_error_dialogs:
-            QMessageBox.critical(self, "Damaged trace", message)
+            QMessageBox.critical(self, title, message)
 
     def show_trace(self, result: LoadedTrace | None) -> None:
         """Show a loaded trace in every view (None: close)."""

@@ -397,16 +397,19 @@ class Trace:
         """Every table file of the trace (a partitioned table has one per chip), as meta.json names them."""
         return [f for name in S.TABLES for _, f, _ in _table_parts(self.path, self.meta, name)]
 
-    def validate(self, *, rows_checked: tuple[str, ...] = ()) -> None:
+    def validate(self, *, rows_checked: tuple[str, ...] = (), stop: Callable[[], None] | None = None) -> None:
         """Check every table's checksum (when recorded), schema and data invariants, then the ids,
         times and counts across tables and meta.json (simcore.trace.semantics); raises
         TraceFormatError. `rows_checked`: tables whose every row already passed `check_rows_of`
         as they were written (a capture checks its big tables batch by batch while they are in
-        memory), so only their schema is checked here, and their files are not kept mapped."""
+        memory), so only their schema is checked here, and their files are not kept mapped.
+        `stop()` is called before each table file (it may raise to abandon the validation)."""
         if self.verify_on_read:
             self.verify_checksums()
         for name, spec in S.TABLES.items():
             for _, f, rows in _table_parts(self.path, self.meta, name):
+                if stop is not None:
+                    stop()
                 mapped = f in self._files
                 table = self._file(f, spec, rows)
                 if name not in rows_checked:

@@ -181,3 +181,27 @@ def test_saving_a_recorded_index_never_maps_the_big_tables_together(tmp_path, mo
     assert rec.save(path)
     assert index_cache.load(open_trace(path, validate=False)).info["validated"] is True
     assert together and max(len(s) for s in together) == 1, together
+
+
+def test_a_trace_without_an_index_is_scanned_to_the_built_one(tmp_path, monkeypatch):
+    """The recorder's pass over the batches read back (a trace from elsewhere, or its cache deleted)."""
+    from explorer.model.timeline import trace_index
+
+    monkeypatch.setattr(trace_index, "SAVE_MIN_EVENTS", 0)
+    path = tmp_path / "t.trnx"
+    _write(path, _overlapping_tables(), {"instructions": [37, 100, 650, 651], "dma": [6]}, IndexRecorder())
+    assert not (path / index_cache.CACHE_FILE).exists()
+    trace = open_trace(path, validate=False)
+    scanned = index_capture.scan(trace)
+    assert scanned is not None and not scanned.persisted and not scanned.info["validated"]
+    index = TraceIndex.build(trace, saved=scanned)
+    _same(index, TraceIndex.build(open_trace(path)))
+    assert index.save(validated=True)  # written, as an index built from the tables is
+    assert index_cache.load(open_trace(path, validate=False)).info["validated"]
+    _same(TraceIndex.open(open_trace(path)), TraceIndex.build(open_trace(path)))
+
+
+def test_the_scan_leaves_a_trace_it_does_not_understand_to_the_build(tmp_path):
+    path = tmp_path / "t.trnx"
+    _write(path, timeline_tables(interleave=True), {}, IndexRecorder())  # rows ordered by time across tracks
+    assert index_capture.scan(open_trace(path, validate=False)) is None

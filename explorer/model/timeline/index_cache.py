@@ -52,10 +52,11 @@ def stamp(trace: Trace) -> dict[str, Any]:
 
 
 class SavedIndex:
-    """A memory-mapped index file: its header's `info` and its arrays (read-only views)."""
+    """A memory-mapped index file: its header's `info` and its arrays (read-only views); or, not
+    `persisted`, the same found in memory for a trace that had none (`index_capture.scan`)."""
 
-    def __init__(self, info: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.info, self.arrays = info, arrays
+    def __init__(self, info: dict[str, Any], arrays: dict[str, np.ndarray], *, persisted: bool = True) -> None:
+        self.info, self.arrays, self.persisted = info, arrays, persisted
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.arrays[name]

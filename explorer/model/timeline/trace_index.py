@@ -228,7 +228,7 @@ class TraceIndex:
         already saved, too small to be worth a file (it builds in well under a second), or the
         directory refused it. An index opened from one that was never validated (recorded while a
         capture wrote the trace) is marked validated instead."""
-        if self.saved is not None:
+        if self.saved is not None and self.saved.persisted:
             return validated and not self.validated and index_cache.mark_validated(self.trace)
         if self.event_count < SAVE_MIN_EVENTS:
             return False
@@ -247,7 +247,7 @@ class TraceIndex:
     @property
     def validated(self) -> bool:
         """The persisted index it came from was built from these very files after full validation."""
-        return self.saved is not None and bool(self.saved.info.get("validated"))
+        return self.saved is not None and self.saved.persisted and bool(self.saved.info.get("validated"))
 
     def _unknown_track(self, tid: int) -> TrackInfo:
         info = self.tracks[tid] = TrackInfo(tid, 0, -1, "unknown", f"track {tid}", "")
