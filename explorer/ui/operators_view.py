@@ -215,6 +215,11 @@ class OperatorTreeModel(QAbstractItemModel):
         self._kernel_events: dict[int, int] = {}
         self._kernel_rows: dict[str, pd.DataFrame] = {}  # "kernel:K" -> Hierarchy.children, newest last
         self._kernel_tables: dict[str, KernelTable] = {}  # "kernel:K" -> its rows as the tree reads them
+        # while `select_node` expands to a node whose rows `index_for` has handed over: Qt, laying
+        # out a row it expands, fetches a chunk more when it may, and rows inserted under an
+        # expanded row make it lay the whole tree out again at once (every expanded row, a Python
+        # call or two each); scrolling to the end of what is there fetches more as ever
+        self.fetch_held = False
 
     # -- data ------------------------------------------------------------------------
     def set_hierarchy(self, h: Hierarchy | None) -> None:
@@ -360,7 +365,7 @@ class OperatorTreeModel(QAbstractItemModel):
         return n.has_children
 
     def canFetchMore(self, parent: QModelIndex) -> bool:  # noqa: N802
-        if self.h is None:
+        if self.h is None or self.fetch_held:
             return False
         n = self.node(parent)
         if n.frame is None:
@@ -687,14 +692,14 @@ class QtOperators(QWidget):
         while p.isValid():
             chain.append(p)
             p = p.parent()
-        for p in reversed(chain):
-            self.expand(p)
-        self._selecting = True
+        self._selecting = self.model.fetch_held = True  # (the rows up to it are there: see `fetch_held`)
         try:
+            for p in reversed(chain):
+                self.expand(p)
             self.view.setCurrentIndex(idx)
+            self.view.scrollTo(idx, QAbstractItemView.PositionAtCenter)
         finally:
-            self._selecting = False
-        self.view.scrollTo(idx, QAbstractItemView.PositionAtCenter)
+            self._selecting = self.model.fetch_held = False
         return True
 
     def _apply_filter(self) -> None:
