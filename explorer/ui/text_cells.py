@@ -54,12 +54,20 @@ class TextCells(QStyledItemDelegate):
         if got is None:
             if len(self._texts) >= KEPT:
                 self._texts.clear()
-            shown = self._metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
-            st = QStaticText(shown)
-            st.setTextFormat(Qt.TextFormat.PlainText)
-            st.prepare(font=self._font)
-            got = self._texts[key] = (st, self._metrics.horizontalAdvance(shown))
+            st = self._static(text)  # (laid out once: its width without shaping the text again)
+            w = st.size().width()
+            if w > width:
+                shown = self._metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
+                st = self._static(shown)
+                w = st.size().width()
+            got = self._texts[key] = (st, w)
         return got
+
+    def _static(self, text: str) -> QStaticText:
+        st = QStaticText(text)
+        st.setTextFormat(Qt.TextFormat.PlainText)
+        st.prepare(font=self._font)
+        return st
 
     def _new_font(self, font: QFont, widget: QWidget | None) -> None:
         """A theme or font change (or the first paint): lay every text out again."""
