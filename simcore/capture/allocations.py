@@ -57,6 +57,7 @@ class AllocationRows:
         self.tensors = Vocab()
         self._layouts: dict[int, _Layout] = {}
         self._parts: list[dict[str, np.ndarray]] = []
+        self._memo: tuple | None = None  # the last run's program, times and buffer spans
 
     def add(self, chip: int, core: int, kernel_id: int, p: Program, start: np.ndarray, end: np.ndarray) -> None:
         """The buffers of one run of `p` on `core` (`start`/`end`: its instructions' times in program order, ns)."""
@@ -65,8 +66,13 @@ class AllocationRows:
         lay = self._layouts.get(id(p))
         if lay is None:
             lay = self._layouts[id(p)] = _Layout(p, self.tensors)
-        t0 = np.array([start[u].min() for u in lay.first], np.int64)
-        t1 = np.array([end[u].max() for u in lay.last], np.int64)
+        memo = self._memo  # the cores of a group add the same run one after another: its times once
+        if memo is not None and memo[0] is p and memo[1] is start and memo[2] is end:
+            t0, t1 = memo[3], memo[4]
+        else:
+            t0 = np.array([start[u].min() for u in lay.first], np.int64)
+            t1 = np.array([end[u].max() for u in lay.last], np.int64)
+            self._memo = (p, start, end, t0, t1)  # (holding them: another run's arrays cannot take their ids)
         n = len(lay.bytes)
         self._parts.append({
             "chip": np.full(n, chip, np.int32), "core": np.full(n, core, np.int32), "memory": lay.memory,

@@ -27,7 +27,7 @@ from simcore.capture.multichip.capture import capture_multichip
 from simcore.capture.tables import TraceTables
 from simcore.lowering.kernels import KernelSpec, check_capture_work, lower_kernel, shard
 from simcore.timing.runtime import OP_BARRIER
-from simcore.timing.window import schedule_window
+from simcore.timing.window import PreparedCache, schedule_window
 from simcore.trace import TraceWriter
 from simcore.trace.background import BackgroundWriter
 
@@ -47,6 +47,7 @@ def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None
     busy = np.full(n_cores, -1e300)
     last = np.full(n_cores, -1e300)
     n_ops = len(wl.ops)
+    prepared = PreparedCache(hw)  # layers repeat their kernels: each list of programs is prepared once
     check_capture_work(hw, ([s for s in shard(op, cc) if s is not None] for op in wl.ops))
     for i, op in enumerate(wl.ops):
         check_cancel(cancel)
@@ -66,7 +67,8 @@ def simulate(res: Resolved, progress: Progress | None = None, cancel: Any = None
             tables.add_runtime(range(cc) if opcode == OP_BARRIER else running, opcode, a, b)
         t += rt.before_op_ns(first)
         first = False
-        timed, (b_out, l_out), served = schedule_window(hw, programs, weights, t, (busy[rep], last[rep]))
+        timed, (b_out, l_out), served = schedule_window(hw, programs, weights, t, (busy[rep], last[rep]),
+                                                     prepared)
         if served is not None:
             tables.add_hbm(served)
         end = t

@@ -69,13 +69,35 @@ def throttle_of(hw: Hardware) -> Throttle:
     return Throttle(float(t.get("start_fraction", 1.0)), float(t.get("ramp_ns", 0.0)), float(t.get("cooldown_ns", 0.0)))
 
 
-def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t0: float,
-                    thr_state: tuple[np.ndarray, np.ndarray] | None = None,
-                    ) -> tuple[list[Timed], tuple[np.ndarray, np.ndarray], HbmServed | None]:
-    """Schedule programs (one per group of identical cores) that start together at `t0`.
+@dataclass
+class Prepared:
+    """What scheduling a list of programs needs that depends on the programs alone (and the
+    hardware): their instructions interleaved, per-instruction arrays in that order, dependencies
+    renumbered. A step repeats its kernels layer after layer (a 70B prefill: 563 windows of 9
+    distinct programs), so a capture prepares each list once (`PreparedCache`)."""
 
-    `thr_state` is each group's tensor-engine ramp state (busy-since, last-end) coming in;
-    the state going out is returned with the schedules, and the HBM bytes served per slice."""
+    programs: tuple[Program, ...]  # kept alive, so the ids a cache keys them by stay theirs
+    offs: np.ndarray
+    inv: np.ndarray
+    queue: np.ndarray
+    dur: np.ndarray
+    lat: np.ndarray
+    dep_ptr: np.ndarray
+    dep_idx: np.ndarray
+    thr_id: np.ndarray
+    any_dma: bool
+    dma_grp: np.ndarray
+    hbm_bytes: np.ndarray
+    read_frac: np.ndarray
+    eng_frac: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
+
+
+def prepare(hw: Hardware, programs: list[Program]) -> Prepared:
+    """The program-only part of `schedule_window` (no times, no state)."""
     G = len(programs)
     engines = float(hw.data["dma"]["engines_per_core"])
     NQ = N_COMPUTE_ENGINES + hw.dma_queues
@@ -111,11 +133,53 @@ def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t
     srt = np.argsort(o_new, kind="stable")
     dep_idx = d_new[srt]
     thr_id = np.where(pe, g_sorted, -1).astype(np.int32)
+    return Prepared(tuple(programs), offs, inv, queue, dur, lat, dep_ptr, dep_idx, thr_id, bool(is_dma.any()),
+                    dma_grp=np.where(is_dma, g_sorted, -1).astype(np.int32),
+                    hbm_bytes=np.where(is_dma, hbm, 0.0),
+                    read_frac=np.where(hbm > 0, hbm_r / np.maximum(hbm, 1.0), 0.0),
+                    eng_frac=eng_frac)
+
+
+class PreparedCache:
+    """`Prepared` lists of programs for one hardware, most recently used kept up to `max_bytes`."""
+
+    def __init__(self, hw: Hardware, max_bytes: int = 256 << 20) -> None:
+        self.hw = hw
+        self.max_bytes = max_bytes
+        self._items: dict[tuple[int, ...], Prepared] = {}  # oldest first
+        self._bytes = 0
+
+    def get(self, programs: list[Program]) -> Prepared:
+        key = tuple(id(p) for p in programs)
+        got = self._items.pop(key, None)
+        if got is None:
+            got = prepare(self.hw, programs)
+            self._bytes += got.nbytes
+            while self._items and self._bytes > self.max_bytes:
+                self._bytes -= self._items.pop(next(iter(self._items))).nbytes
+        self._items[key] = got
+        return got
+
+
+def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t0: float,
+                    thr_state: tuple[np.ndarray, np.ndarray] | None = None,
+                    cache: PreparedCache | None = None,
+                    ) -> tuple[list[Timed], tuple[np.ndarray, np.ndarray], HbmServed | None]:
+    """Schedule programs (one per group of identical cores) that start together at `t0`.
+
+    `thr_state` is each group's tensor-engine ramp state (busy-since, last-end) coming in;
+    the state going out is returned with the schedules, and the HBM bytes served per slice.
+    `cache` (for `hw`) keeps the programs' preparation for the windows that run them again."""
+    G = len(programs)
+    NQ = N_COMPUTE_ENGINES + hw.dma_queues
+    pre = prepare(hw, programs) if cache is None else cache.get(programs)
+    queue, dur, lat, dep_ptr, dep_idx, thr_id = pre.queue, pre.dur, pre.lat, pre.dep_ptr, pre.dep_idx, pre.thr_id
+    offs, inv = pre.offs, pre.inv
     thr = throttle_of(hw)
     # pass 1: no sharing, to size the ledgers
     start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, None, thr_state)
     served = None
-    if is_dma.any():
+    if pre.any_dma:
         # the ledgers must cover every transfer: sharing can stretch the window well past the unshared
         # schedule (transfers that overlapped on one core now split its engines), so a schedule that
         # runs past the ledger is redone with one twice as long
@@ -127,14 +191,14 @@ def schedule_window(hw: Hardware, programs: list[Program], weights: list[int], t
             n_slices = int(np.ceil(horizon / slice_ns))
             used, cap = Sharing.ledger(G, n_slices, slice_ns, hw.hbm_bytes_per_ns)
             sharing = Sharing(
-                dma_grp=np.where(is_dma, g_sorted, -1).astype(np.int32),
-                hbm_bytes=np.where(is_dma, hbm, 0.0),
-                read_frac=np.where(hbm > 0, hbm_r / np.maximum(hbm, 1.0), 0.0),
+                dma_grp=pre.dma_grp,
+                hbm_bytes=pre.hbm_bytes,
+                read_frac=pre.read_frac,
                 weight=w,
                 used=used,
                 cap=cap,
                 slice_ns=slice_ns,
-                eng_frac=eng_frac,
+                eng_frac=pre.eng_frac,
             )
             start, end, rate, state = schedule(queue, dur, lat, dep_ptr, dep_idx, thr_id, G * NQ, t0, thr, G, sharing,
                                                thr_state)

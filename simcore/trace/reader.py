@@ -13,9 +13,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
@@ -26,6 +25,9 @@ from simcore.trace import semantics
 from simcore.trace import validate as V
 from simcore.trace.checksum import BLOCK, algorithm_of, file_checksum
 from simcore.trace.checksum import parse as parse_checksum
+
+if TYPE_CHECKING:  # (pandas loads only where a table becomes a DataFrame: ~0.3 s a capture need not wait for)
+    import pandas as pd
 
 
 def _first_line(exc: BaseException) -> str:
