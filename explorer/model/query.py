@@ -141,7 +141,7 @@ class TraceQuery:
             raise UserError(f"give one SQL statement (the query has {len(statements)}).")
         kind = statements[0].type.name
         if kind not in self.ALLOWED:
-            raise UserError(f"queries are read-only: {kind} statements are not allowed, only SELECT (and WITH ... SELECT, EXPLAIN).")
+            raise UserError(f"queries are read-only: {kind} statements are not allowed, only SELECT (and WITH ... SELECT, EXPLAIN, DESCRIBE, SHOW).")
 
     def run(self, sql: str) -> pa.Table:
         """The query's result as an Arrow table (see `plain` for its types); bad SQL raises UserError."""

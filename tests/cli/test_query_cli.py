@@ -84,3 +84,14 @@ def test_copy_cannot_write_a_file(capsys, tmp_path):
     target = tmp_path / "leak.csv"
     code, _, err = clirun.trnx("query", DECODE, f"COPY kernels TO '{target}'")
     assert code == 2 and "read-only" in err and not target.exists()
+
+
+def test_what_the_read_only_rule_lets_through_is_what_it_says(capsys):
+    """The refusal names the statements that run, and each of them does run."""
+    code, _, err = clirun.trnx("query", DECODE, "DELETE FROM kernels")
+    allowed = err.split("only ")[-1]
+    assert code == 2 and allowed.startswith("SELECT (and WITH ... SELECT, EXPLAIN, DESCRIBE, SHOW)")
+    for sql in ("WITH k AS (SELECT * FROM kernels) SELECT count(*) FROM k", "EXPLAIN SELECT 1", "DESCRIBE kernels",
+                "SHOW TABLES"):
+        code, out, err = clirun.trnx("query", DECODE, sql)
+        assert code == 0 and out, (sql, err)

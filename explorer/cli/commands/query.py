@@ -81,7 +81,7 @@ def _write(table, out: Path) -> None:
 Every table of the trace is a view by its name (tracks, instructions, dma, kernels, ops,
 collectives, counters, flows, and sbuf_allocations in a trace of format 1.4 or later); a table
 partitioned per chip reads as one. Only SELECT
-(WITH ... SELECT, EXPLAIN, DESCRIBE) runs: nothing can change the trace or touch other files.
+(WITH ... SELECT, EXPLAIN, DESCRIBE, SHOW) runs: nothing can change the trace or touch other files.
 Bad SQL prints one sentence and exits 2.
 
 \b
