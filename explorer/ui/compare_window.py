@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QCheckBox, QHBoxLayout, QLabel, QMainWindow, QPushButton, QSplitter, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from explorer.model.analysis.diff import TraceDiff, diff
+from explorer.model.analysis.diff import TraceDiff, diff, matching
 from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.analysis.metrics import METRIC_BY_NAME, format_metric, label, tooltip
 from explorer.model.analysis.summary import Summary
@@ -305,16 +305,15 @@ class QtCompare(QMainWindow):
             ratio = "" if pd.isna(r["ratio"]) else f" ({r['ratio']:.3g}x)"
             parts.append(f"{name.replace('_', ' ')} <b>{format_metric(r['a'], unit)}</b> \u2192 "
                          f"<b>{format_metric(r['b'], unit)}</b>{ratio}")
-        matched = int((d.ops["status"] == "matched").sum())
         if d.measured_vs_simulated:
             which = {True: "measured", False: "simulated"}
-            named = d.by_name[d.by_name["level"] == "op"]
+            named = matching(d.by_name[d.by_name["level"] == "op"])
             return (f"B = {self.b_path.name} ({which[d.measured[1]]}) against A = {self.a.path.name} "
                     f"({which[d.measured[0]]}): " + "; ".join(parts)
-                    + f". {int((named['status'] == 'matched').sum())} of {len(named)} op names in both; "
-                    "By name lists them largest difference first.")
+                    + f". {named.matched} of {named.rows} op names in both; By name lists them largest difference first.")
+        ops = matching(d.ops)
         return (f"B = {self.b_path.name} against A = {self.a.path.name}: " + "; ".join(parts)
-                + f". {matched} of {len(d.ops)} ops matched. Click an op or kernel row to line both timelines up on it.")
+                + f". {ops.matched} of {ops.rows} ops matched. Click an op or kernel row to line both timelines up on it.")
 
     # -- linked zoom ---------------------------------------------------------------
     def _sync(self, src: _Side, dst: _Side) -> None:

@@ -77,3 +77,21 @@ def test_not_a_trace_is_rejected(pair, tmp_path):
     f.write_text("x")
     proc = trnx("diff", pair[0], f)
     assert proc.returncode == 2 and "not a trace directory" in proc.stderr
+
+
+def test_the_counts_above_the_rows_are_the_models(pair):
+    """`trnx diff`'s "N compared, N changed, N only in A, N only in B" lines are `matching` of the
+    diff's tables, which the compare window states too."""
+    from clirun import trnx as trnx_in_process
+
+    from explorer.model.analysis.diff import diff, matching
+    from simcore.trace import open_trace
+
+    code, out, err = trnx_in_process("diff", *pair)
+    assert code == 0, err
+    d = diff(open_trace(pair[0]), open_trace(pair[1]))
+    for title, frame in (("ops", d.ops), ("kernels (per op and name, summed over instances)", d.kernels)):
+        m = matching(frame)
+        assert m.rows == len(frame) and m.matched + m.only_a + m.only_b == m.rows
+        assert f"{title}: {m.rows} compared, {m.changed} changed, {m.only_a} only in A, {m.only_b} only in B" in out
+    assert matching(d.ops).changed == 1  # the one op whose duration the pair changes

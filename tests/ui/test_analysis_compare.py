@@ -50,6 +50,7 @@ def test_compare_two_traces_read_deltas_and_linked_zoom(qtbot, monkeypatch):
     assert view.engines.record(view.engines.find("engine", "tensor"))["a_active_ns"] > 0.9 * ta
     assert len(ins_a) == 14_720 + 1  # the GEMM's engine instructions and its kernel launch (the Runtime row)
     assert "total time ns" in view.headline.text() and f"({tb / ta:.3g}x)" in view.headline.text()
+    assert "3 of 3 ops matched" in view.headline.text()  # the GEMM, its benchmark and its kernel's op in both
     # opened at one time scale: B (MXFP8, ~4x faster) is visibly shorter, not stretched to A's width
     va, vb = view.side_a.timeline.viewport, view.side_b.timeline.viewport
     assert va.width == pytest.approx(vb.width) and va.t1 > ta and vb.t1 > tb

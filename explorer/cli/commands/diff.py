@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from explorer.cli.scope_options import pop_scope, scope_options
+from explorer.model.analysis.diff import matching
 from explorer.model.analysis.metrics import format_metric
 from explorer.model.units import format_ns
 
@@ -82,8 +83,8 @@ def diff(a: str, b: str, as_json: bool, top: int, align: str, **selection: Any) 
         ("kernels (per op and name, summed over instances)", d.kernels, "a_time_ns", "b_time_ns", "name"),
     ):
         changed = frame[frame["delta_ns"].fillna(0) != 0]
-        click.echo(f"\n{title}: {len(frame)} compared, {len(changed)} changed, "
-                   f"{int((frame['status'] == 'only_a').sum())} only in A, {int((frame['status'] == 'only_b').sum())} only in B")
+        m = matching(frame)
+        click.echo(f"\n{title}: {m.rows} compared, {m.changed} changed, {m.only_a} only in A, {m.only_b} only in B")
         if changed.empty:
             continue
         worst = changed.reindex(changed["delta_ns"].abs().sort_values(ascending=False, kind="stable").index).head(top)
@@ -100,9 +101,8 @@ def print_by_name(frame, top: int) -> None:
         rows = frame[frame["level"] == level]
         if rows.empty:
             continue
-        matched = int((rows["status"] == "matched").sum())
-        click.echo(f"\n{level}s by name: {len(rows)} names, {matched} in both, "
-                   f"{int((rows['status'] == 'only_a').sum())} only in A, {int((rows['status'] == 'only_b').sum())} only in B "
+        m = matching(rows)
+        click.echo(f"\n{level}s by name: {m.rows} names, {m.matched} in both, {m.only_a} only in A, {m.only_b} only in B "
                    f"(largest |B - A| first)")
         click.echo(f"  {'B - A':>11} {'A time':>11}    {'B time':<11} {'B/A':>8} {'count A/B':>11}  name")
         for r in rows.head(top).to_dict("records"):

@@ -71,6 +71,25 @@ class TraceDiff:
         }
 
 
+@dataclass(frozen=True)
+class Matching:
+    """How the rows of one of a diff's tables (ops, kernels, by_name) paired up."""
+
+    rows: int
+    matched: int   # in both traces
+    changed: int   # with a nonzero time delta
+    only_a: int
+    only_b: int
+
+
+def matching(frame: pd.DataFrame) -> Matching:
+    """Count `frame`'s rows by status, and those whose time changed: what `trnx diff` and the compare
+    window state above the rows (one count, so the two cannot disagree)."""
+    status = frame["status"]
+    return Matching(len(frame), int((status == "matched").sum()), int((frame["delta_ns"].fillna(0) != 0).sum()),
+                    int((status == "only_a").sum()), int((status == "only_b").sum()))
+
+
 def _clean(v: Any) -> Any:
     if isinstance(v, (np.integer,)):
         return int(v)
