@@ -14,7 +14,7 @@ import numpy as np
 
 from simcore.capture.allocations import AllocationRows
 from simcore.capture.column_pool import ColumnPool
-from simcore.capture.core_rows import DMA_VOCABS, INSTR_VOCABS, DetailRows, track_rows
+from simcore.capture.core_rows import DMA_VOCABS, INSTR_VOCABS, DetailRows, SharedColumns, track_rows
 from simcore.hardware import Hardware
 from simcore.lowering.kernels import KernelSpec
 from simcore.lowering.engines import ENGINE_TRACKS, dma_track_name
@@ -253,13 +253,14 @@ class TraceTables:
         # a track written lends its memory to a later one of its size (another detailed core's); with one
         # detailed core no size comes back, and blocks kept would only take memory the page cache could reuse
         pool = ColumnPool() if reuse else None
+        shared = SharedColumns(chunks.values())  # the cores of a group: the same columns but their ids
         for track in sorted(set(chunks) | set(whole)):
             if track in chunks and track in whole:
                 raise AssertionError(f"track {track} holds both runtime and engine rows")
             if track in whole:
                 cols = {"track_id": np.full(len(whole[track]["id"]), track, np.int32), **whole[track]}
             else:
-                cols = track_rows(chunks.pop(track), dma, pool, track)
+                cols = track_rows(chunks.pop(track), dma, pool, track, shared)
             w.write(table, {k: (v, vocabs[k]) if k in vocabs else v for k, v in cols.items()})
             del cols  # (the block goes back to the pool once the writer is done with it)
 

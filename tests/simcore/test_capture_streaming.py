@@ -262,3 +262,25 @@ def test_a_block_is_lent_again_only_once_nothing_refers_to_it():
     gc.collect()
     pool.columns(1000, {"t": np.int64, "d": np.int32})
     assert pool.reused == 1 and pool.allocated == 2
+
+
+def test_tracks_of_a_groups_cores_share_their_common_columns_and_write_the_same_bytes(tmp_path, monkeypatch):
+    """The cores of a group run one schedule: their tracks take the start, duration, opcode, ... columns
+    the group's first core built, and only their ids are their own. The trace is byte for byte the one
+    every track building all of its columns writes."""
+    made: list[core_rows.SharedColumns] = []
+    real_init = core_rows.SharedColumns.__init__
+
+    def init(self, tracks):
+        real_init(self, tracks)
+        made.append(self)
+
+    monkeypatch.setattr(core_rows.SharedColumns, "__init__", init)
+    shared = simcore.capture(out_path=tmp_path / "shared.trnx", detail="instruction", **OPTIONS)
+    assert len(made) == 2 and all(s.reused > 0 for s in made)  # instructions and DMA
+    monkeypatch.setattr(core_rows.SharedColumns, "take", lambda self, chunks: (None, None))
+    alone = simcore.capture(out_path=tmp_path / "alone.trnx", detail="instruction", **OPTIONS)
+    names = sorted(p.name for p in shared.iterdir())
+    assert "instructions.arrow" in names and names == sorted(p.name for p in alone.iterdir())
+    for f in names:
+        assert (shared / f).read_bytes() == (alone / f).read_bytes(), f
