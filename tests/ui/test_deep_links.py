@@ -64,3 +64,24 @@ def test_view_cli_goto_smoke_test(qtbot, trace_path, capsys):
         assert "no DMA transfer with id 1" in str(exc)
     else:
         raise AssertionError("no error")
+
+
+def test_a_copied_link_to_a_trace_under_a_path_with_spaces_runs_as_pasted(qtbot, trace_path, tmp_path):
+    """The copied command line quotes the trace's path, so pasted into a shell it opens that trace there."""
+    import shlex
+    import shutil
+
+    from clirun import trnx
+
+    from explorer.ui import open_window
+
+    spaced = shutil.copytree(trace_path, tmp_path / "my traces" / "run (1).trnx")
+    w = open_window(spaced)
+    qtbot.addWidget(w)
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=20_000)
+    w.tools.go_to_link("instruction:50")
+    w.findChild(QAction, "action-copy-link").trigger()
+    argv = shlex.split(QApplication.clipboard().text())  # as the shell splits it
+    assert argv == ["trnx", "view", str(spaced), "--goto", "instruction:50"]
+    code, out, err = trnx(*argv[1:], "--smoke-test")
+    assert code == 0 and "at instruction:50" in out, err

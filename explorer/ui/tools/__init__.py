@@ -7,6 +7,8 @@ runs on the tools' worker (`background.run_tool`), never on the GUI thread.
 
 from __future__ import annotations
 
+import shlex
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence, QShortcut
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox
@@ -123,11 +125,12 @@ class Tools:
         return deep_link.link_for_range(view.viewport.t0, view.viewport.t1)
 
     def copy_link(self) -> str | None:
-        """Put `trnx view TRACE --goto LINK` for the current place on the clipboard."""
+        """Put `trnx view TRACE --goto LINK` for the current place on the clipboard, quoted as a shell
+        reads it."""
         link, loaded = self.link(), self.window.loaded
         if link is None or loaded is None:
             return None
-        text = f"trnx view {loaded.path} --goto {link}"
+        text = f"trnx view {shlex.quote(str(loaded.path))} --goto {link}"  # (pasted into a shell: a path with spaces)
         QApplication.clipboard().setText(text)
         self.window.statusBar().showMessage(f"copied: {text}", 5000)
         return text
