@@ -4,7 +4,8 @@
 
 Opens TRACE in the real window (1920x1080), waits for the analysis panels, then selects the
 first instruction and follows five deep links (two kernels, two instructions, one more kernel)
-the way `bench/tools_gui.py` does. After each, it runs the event loop one pass at a time for
+the way `bench/tools_gui.py` does (with `--deep`, three more: to instructions hundreds of rows
+down their kernels). After each, it runs the event loop one pass at a time for
 1.5 s (`--window`) and reports the GUI thread's CPU time (`time.thread_time`) of the synchronous call plus
 the first pass, of the worst pass, of the worst pass after the first (the first repaints the
 timeline at the new place; the later ones are the panels following it), and of all of them. A pass is what a user waits through
@@ -27,6 +28,9 @@ def main() -> None:
     ap.add_argument("trace", type=Path)
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
                     help="the checkout whose explorer package runs (default: this one)")
+    ap.add_argument("--deep", action="store_true",
+                    help="also follow links to instructions 300 and 900 rows down three kernels of over 3,000 events "
+                         "(the operator tree expands to them)")
     ap.add_argument("--window", type=float, default=1.5,
                     help="seconds of passes measured after each action (longer on a loaded machine, where the "
                          "workers' answers come late)")
@@ -63,6 +67,8 @@ def main() -> None:
     for link in ("kernel:824", f"instruction:{int(ins.value('id', ins.n // 2))}", "kernel:500",
                  f"instruction:{int(ins.value('id', ins.n // 3))}", "kernel:1200"):
         actions.append((f"deep link {link}", lambda link=link: w.tools.go_to_link(link)))
+    if args.deep:
+        actions += [(f"deep link {link}", lambda link=link: w.tools.go_to_link(link)) for link in _deep_links(w)]
     rows = []
     for name, act in actions:
         spin(max(2.0, args.window))  # the previous action's trailing work done
@@ -84,6 +90,19 @@ def main() -> None:
         print(json.dumps(rows[-1]), flush=True)
     w.close()
     print(json.dumps({"trace": str(args.trace), "root": str(args.root), "load_1min": os.getloadavg()[0], "actions": rows}))
+
+
+def _deep_links(w) -> list[str]:
+    """Links to an instruction 900 rows down a kernel, 300 down the next, 900 down a third (kernels of
+    over 3,000 events from the middle of the trace): the tree lays out every row before the one shown."""
+    h = w.analysis.session.analysis.hierarchy
+    k = h.kernels
+    big = k[(k["instruction_count"] + k["dma_count"]) > 3000]["kernel_id"].tolist()
+    links = []
+    for kernel, down in zip(big[len(big) // 2:], (900, 300, 900)):
+        nodes = h.children(f"kernel:{kernel}")["node"].tolist()
+        links.append(next(n for n in nodes[down:] if n.startswith("instruction:")))
+    return links
 
 
 if __name__ == "__main__":
