@@ -37,7 +37,7 @@ class QtLegend(QWidget):
         cc = index.colours(mode)
         colours = category_colours(cc.names)
         total = index.category_time(mode)
-        grand = float(total.sum()) or 1.0
+        share = index.category_share(mode)
         self.heading.setText(f"Colour by {mode}: {len(cc.names)} categories")
         if mode in ("layer", "op"):  # layer 0, 1, 2, ... 31 (by time they would read 31, 6, 5, ...)
             order = sorted(range(len(cc.names)), key=lambda i: natural_key(cc.names[i]))
@@ -46,7 +46,7 @@ class QtLegend(QWidget):
         for i in order[:MAX_ITEMS]:
             pm = QPixmap(12, 12)
             pm.fill(QColor(colours[i]))
-            item = QListWidgetItem(QIcon(pm), f"{cc.names[i]}   {format_ns(total[i])} ({100 * total[i] / grand:.1f}%)")
+            item = QListWidgetItem(QIcon(pm), f"{cc.names[i]}   {format_ns(total[i])} ({100 * share[i]:.1f}%)")
             item.setData(Qt.UserRole, cc.names[i])
             self.list.addItem(item)
 

@@ -296,9 +296,9 @@ class TrackCanvas(QWidget):
                 return ""
             u = series.unit
             text = f"{series.name}: {format_quantity(v, u)} at {format_ns(t - index.span[0])}"
-            ref = index.counter_reference(g.track_id)
-            if ref:
-                text += f"\n{100 * v / ref:.1f}% of the hardware peak ({format_quantity(ref, u)})"
+            of_peak = index.share_of_peak(g.track_id, v)
+            if of_peak is not None:
+                text += f"\n{100 * of_peak[0]:.1f}% of the hardware peak ({format_quantity(of_peak[1], u)})"
             px_ns = 1.0 / self.px_per_ns()
             b = series.bins(np.array([t - px_ns / 2, t + px_ns / 2]))
             if not np.isnan(b.max[0]):

@@ -71,8 +71,13 @@ def test_colours_by_opcode_kernel_op_layer(index):
     total = index.category_time("kernel")
     names = index.colours("kernel").names
     assert total[names.index("matmul_qkv")] == 50 * 20 * 10 + 50 * 800 + 50_000 + 5 * 1000
+    share = index.category_share("kernel")  # the legend's percentages: each category's part of all event time
+    assert share[names.index("matmul_qkv")] == total[names.index("matmul_qkv")] / total.sum()
+    assert abs(share.sum() - 1.0) < 1e-12
 
 
 def test_counter_peak_reference(index):
     assert index.counter_reference(7) == 4900.0
     assert index.counter_reference(9) is None  # no SBUF capacity in this hardware spec
+    assert index.share_of_peak(7, 980.0) == (0.2, 4900.0)
+    assert index.share_of_peak(9, 1.0) is None

@@ -249,6 +249,9 @@ def test_colour_by_kernel_changes_the_legend(window):
     window.colour_combo.setCurrentText("kernel")
     assert window.timeline.colour_mode == "kernel"
     assert set(window.legend.names()) == {"matmul_qkv", "softmax", "(none)"}
+    texts = [window.legend.list.item(i).text() for i in range(window.legend.list.count())]
+    shares = [float(t.rsplit("(", 1)[1].rstrip("%)")) for t in texts]  # the percentages the user reads
+    assert sum(shares) == pytest.approx(100, abs=0.2) and all(s > 0 for s in shares)
     window.colour_combo.setCurrentText("layer")
     assert set(window.legend.names()) == {"layer 0", "layer 1", "(none)"}
 

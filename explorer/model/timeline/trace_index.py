@@ -343,10 +343,23 @@ class TraceIndex:
             return 100.0
         return None
 
+    def share_of_peak(self, track_id: int, value: float) -> tuple[float, float] | None:
+        """`value` of a counter as a fraction of its hardware limit, and that limit; None when the
+        trace does not say the limit (the counter tooltip's "% of the hardware peak")."""
+        ref = self.counter_reference(track_id)
+        return (value / ref, ref) if ref else None
+
     # -- colouring ---------------------------------------------------------------
     def category_time(self, mode: str) -> np.ndarray:
         """Total event time (ns) per colour category of `mode` (what the legend ranks by)."""
         return self.colours(mode).time
+
+    def category_share(self, mode: str) -> np.ndarray:
+        """Each colour category's fraction of all event time in `mode` (the legend's percentages);
+        zeros when no event has any duration."""
+        total = self.category_time(mode)
+        grand = float(total.sum())
+        return total / grand if grand > 0 else np.zeros(len(total))
 
     def colours(self, mode: str) -> ColourCodes:
         """Category names, their time, and per-event codes (on demand) for colouring by opcode, kernel,
