@@ -165,3 +165,22 @@ def test_counts_through_the_sample_are_searchsorted():
             out = np.empty(len(keys), np.int64)
             counts_sampled(a, lo, hi, sample, keys, out)
             assert np.array_equal(out, np.searchsorted(a[lo:hi], keys, side="right"))
+
+
+def test_a_frame_over_a_mapped_index_needs_no_loop_the_warm_up_missed():
+    """A reopened trace's prefix sums are read-only mappings of its saved index while its starts and
+    durations are mapped too, or copies: warm() loads every combination, so no frame (the first
+    kernel link's included) loads or compiles a loop on the GUI thread."""
+    from explorer.model.timeline import lod_kernels
+
+    lod_kernels.warm()
+    seen = {f: len(f.signatures) for f in (lod_kernels.coverage_row, lod_kernels.counts_le)}
+    rng = np.random.default_rng(5)
+    for roots_writable in (True, False):
+        for cum_writable in (True, False):
+            covs = _lanes(rng, 3)
+            for c in covs:
+                for a, w in ((c.root_start, roots_writable), (c.root_dur, roots_writable), (c.root_cum, cum_writable)):
+                    a.setflags(write=w)
+            fractions_many(covs, _edges(rng, covs)[0])
+    assert {f: len(f.signatures) for f in seen} == seen

@@ -285,8 +285,11 @@ def warm() -> None:
         counts_le(i64, 0, 3, keys, count)
         sample = np.zeros(1, np.int64)
         sample_starts(i64, 0, 3, sample)
-        for s in (sample, sample[:0]):
-            coverage_row(i64, i64, np.array([0, 0, 10, 20], dtype=np.int64), 0, 3, s, e, keys, count, frac, last)
+        for cum_writable in (True, False):  # a prefix sum built now, or mapped from the saved index
+            cum = np.array([0, 0, 10, 20], dtype=np.int64)
+            cum.setflags(write=cum_writable)
+            for s in (sample, sample[:0]):
+                coverage_row(i64, i64, cum, 0, 3, s, e, keys, count, frac, last)
         held = np.array([0, 0, 1], dtype=np.int64)
         first, stop = np.empty(2, np.int64), np.empty(2, np.int64)
         counter_spans(i64, held, e, first, stop)
