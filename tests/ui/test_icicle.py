@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QComboBox, QToolTip, QWidget
+from PySide6.QtWidgets import QComboBox, QWidget
 
 from explorer.model.icicle import icicle
 from simcore.trace import open_trace
+from ui import pointer
 
 
 def test_model_sums_kernels_up_the_tree(trace_path):
@@ -31,8 +32,9 @@ def test_click_zooms_the_timeline_and_selects_the_op(window, qtbot):
     vp = window.view.viewport
     assert vp.t0 <= 50_000 and 100_000 <= vp.t1 and vp.t1 - vp.t0 < 60_000
     assert window.view.node == "op:4"
-    QTest.mouseMove(ice.canvas, QPoint(x, y))  # hover: the box's value and its share of the model
-    qtbot.waitUntil(lambda: QToolTip.text() == "attention.softmax: 50 us (50 % of the model)", timeout=5_000)
+    # hover: the box's value and its share of the model
+    tip = pointer.hover_until(qtbot, ice.canvas, lambda: QPoint(x, y), "attention.softmax: 50 us")
+    assert tip == "attention.softmax: 50 us (50 % of the model)"
     ice.findChild(QComboBox, "icicle-value").setCurrentText("flops")
     qtbot.waitUntil(lambda: ice.value_column == "flops" and "FLOP" in ice.status.text(), timeout=10_000)
 

@@ -9,15 +9,16 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QColor, QCursor
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QToolTip, QWidget
+from PySide6.QtWidgets import QWidget
 
 import simcore
 from explorer.model import memory as M
 from explorer.ui import palette as P
 from simcore.trace import open_trace
+from ui import pointer
 
 
 @pytest.fixture(scope="module")
@@ -44,25 +45,10 @@ def open_memory(qtbot, path):
 
 
 def hover_until(qtbot, mem, row: int, wanted: str) -> str:
-    """Point at an allocation as a user does, until its tooltip says `wanted`; returns the tooltip's text.
-
-    The real pointer goes there too (on X11 QCursor.setPos moves it): a tooltip hides on any Leave or focus
-    event in the application, which a pointer left elsewhere by an earlier test can cause when the tip's
-    window appears under it. Each retry moves one pixel, still inside the allocation, as a hand would."""
-    moves = [0]
-
-    def shown() -> bool:
-        if QToolTip.isVisible() and wanted in QToolTip.text():
-            return True
-        pos = mem.point_of(row) + QPoint(moves[0] % 2, 0)
-        moves[0] += 1
-        QCursor.setPos(mem.canvas.mapToGlobal(pos))
-        QTest.mouseMove(mem.canvas, pos)
-        return False
-
-    qtbot.waitUntil(shown, timeout=10_000)
+    """Point at an allocation as a user does (tests/ui/pointer.py) until its tooltip says `wanted`."""
+    text = pointer.hover_until(qtbot, mem.canvas, lambda: mem.point_of(row), wanted)
     assert wanted in mem.canvas.tip  # what the canvas answers for that point is what the tooltip shows
-    return QToolTip.text()
+    return text
 
 
 def test_model_raster_is_the_bytes_each_partition_holds(decode):
