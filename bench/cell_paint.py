@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -30,33 +29,13 @@ def main() -> None:
     ap.add_argument("trace", type=Path, nargs="?", default=ROOT / "sample_traces" / "gemm-4096-bf16.trnx")
     ap.add_argument("--repeats", type=int, default=25)
     args = ap.parse_args()
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from private_settings import use_private_settings
+    from gui_window import open_analysed
 
-    use_private_settings()
+    _, w, spin = open_analysed(args.trace, ROOT, settle=1, show=True)
     from PySide6.QtWidgets import QStyledItemDelegate
 
-    from explorer.ui import ensure_app, open_window
     from explorer.ui.operators_view import kernel_table
 
-    app = ensure_app()
-    w = open_window(None)
-    w.resize(1920, 1080)
-    w.show_error_dialogs = False
-    w.open_path(args.trace.resolve())
-    w.show()
-
-    def spin(seconds: float) -> None:
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            app.processEvents()
-            time.sleep(0.001)
-
-    while w.loaded is None or w.analysis.session.analysis is None:
-        spin(0.05)
-    spin(1)
     ops = w.analysis.operators
     h = ops.model.h
     k = h.kernels.assign(events=h.kernels["instruction_count"] + h.kernels["dma_count"]).sort_values("events").iloc[-1]

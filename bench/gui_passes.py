@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import os
 import time
 from pathlib import Path
 
@@ -35,31 +35,9 @@ def main() -> None:
                     help="seconds of passes measured after each action (longer on a loaded machine, where the "
                          "workers' answers come late)")
     args = ap.parse_args()
-    import os
+    from gui_window import open_analysed
 
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    sys.path.insert(0, str(args.root))
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from private_settings import use_private_settings
-
-    use_private_settings()
-    from explorer.ui import ensure_app, open_window
-
-    app = ensure_app()
-    w = open_window(None)
-    w.resize(1920, 1080)
-    w.show_error_dialogs = False
-    w.open_path(args.trace.resolve())
-
-    def spin(seconds: float) -> None:
-        t = time.perf_counter()
-        while time.perf_counter() - t < seconds:
-            app.processEvents()
-            time.sleep(0.001)
-
-    while w.loaded is None or w.analysis.session.analysis is None:
-        spin(0.05)
-    spin(3)
+    app, w, spin = open_analysed(args.trace, args.root, settle=3)
     index = w.view.index
     ins = index.tables["instructions"]
     first = index.find_id(int(ins.value("id", 0)))
