@@ -153,10 +153,8 @@ def test_following_an_event_far_down_its_kernel_lays_its_rows_out_once(qtbot):
     """Expanding the kernel to an event ~900 rows down, Qt fetched another chunk under the row it
     expanded, and rows inserted under an expanded row made it lay the whole tree out again at once:
     2,651 rows handed over and ~4,300 calls into the model (~20-35 ms at 28M events) for 1,151."""
-    import collections
-    import sys
-
     from ui.analysis_helpers import SAMPLES, open_ready
+    from ui.call_counts import count_calls
 
     from explorer.ui.operators_view import CHUNK, OperatorTreeModel, kernel_table
 
@@ -166,18 +164,9 @@ def test_following_an_event_far_down_its_kernel_lays_its_rows_out_once(qtbot):
     rows = h.children("kernel:0")
     ops.model.keep_kernel_rows(h, "kernel:0", rows, kernel_table(rows, None, True))  # as the selection's worker does
     key = rows["node"].iloc[900]
-    calls: collections.Counter[str] = collections.Counter()
-    watched = {OperatorTreeModel.index.__code__: "index", OperatorTreeModel.fetchMore.__code__: "fetchMore"}
-
-    def hook(frame, event, _arg) -> None:
-        if event == "call" and frame.f_code in watched:
-            calls[watched[frame.f_code]] += 1
-
-    sys.setprofile(hook)
-    try:
-        assert ops.select_node(key)
-    finally:
-        sys.setprofile(None)
+    selected, calls = count_calls({OperatorTreeModel.index: "index", OperatorTreeModel.fetchMore: "fetchMore"},
+                                  lambda: ops.select_node(key))
+    assert selected
     assert ops.current_node() == key
     handed = ops.model.rowCount(ops.model.index_for("kernel:0"))
     assert handed == 900 + 1 + CHUNK // 2  # the rows up to it and half a chunk after, as index_for gave them

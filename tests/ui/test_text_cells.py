@@ -5,13 +5,11 @@ calls into Python a cell, and every text shaped twice: 10-13 ms a repaint at 192
 
 from __future__ import annotations
 
-import collections
-import sys
-
 import pytest
 from PySide6.QtWidgets import QStyledItemDelegate
 
 from ui.analysis_helpers import SAMPLES, open_ready
+from ui.call_counts import count_calls
 from explorer.ui.operators_view import COLUMN_KEYS
 from explorer.ui.text_cells import TextCells
 from explorer.ui.themes import apply_theme
@@ -60,18 +58,7 @@ def test_a_repaint_asks_the_model_for_no_roles(tree):
 
     view = tree.view
     view.viewport().repaint()  # (the tree's texts already formatted by its first paints)
-    calls: collections.Counter[str] = collections.Counter()
-    watched = {OperatorTreeModel.data.__code__: "data", OperatorTreeModel.cell.__code__: "cell"}
-
-    def hook(frame, event, _arg) -> None:
-        if event == "call" and frame.f_code in watched:
-            calls[watched[frame.f_code]] += 1
-
-    sys.setprofile(hook)
-    try:
-        view.viewport().repaint()
-    finally:
-        sys.setprofile(None)
+    _, calls = count_calls({OperatorTreeModel.data: "data", OperatorTreeModel.cell: "cell"}, view.viewport().repaint)
     assert calls["cell"] >= 100  # every visible cell painted, one call each
     assert calls["data"] == 0  # Qt's delegate: ~7 data() calls a cell
 
