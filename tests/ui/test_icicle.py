@@ -33,7 +33,9 @@ def test_click_zooms_the_timeline_and_selects_the_op(window, qtbot):
     assert vp.t0 <= 50_000 and 100_000 <= vp.t1 and vp.t1 - vp.t0 < 60_000
     assert window.view.node == "op:4"
     # hover: the box's value and its share of the model
-    tip = pointer.hover_until(qtbot, ice.canvas, lambda: QPoint(x, y), "attention.softmax: 50 us")
+    # (the box's centre asked again each try: the dock's size can still change as the other panels fill)
+    tip = pointer.hover_until(qtbot, ice.canvas, lambda: QPoint(*ice.box_center("attention.softmax", 2)),
+                              "attention.softmax: 50 us")
     assert tip == "attention.softmax: 50 us (50 % of the model)"
     ice.findChild(QComboBox, "icicle-value").setCurrentText("flops")
     qtbot.waitUntil(lambda: ice.value_column == "flops" and "FLOP" in ice.status.text(), timeout=10_000)
