@@ -95,3 +95,29 @@ def test_what_the_read_only_rule_lets_through_is_what_it_says(capsys):
                 "SHOW TABLES"):
         code, out, err = clirun.trnx("query", DECODE, sql)
         assert code == 0 and out, (sql, err)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".json", ".parquet"])
+def test_o_never_replaces_a_file_it_did_not_write_without_overwrite(capsys, tmp_path, suffix):
+    """`-o` onto a file already there (the user's) is refused in one sentence before the query runs, and
+    the file keeps its bytes; --overwrite replaces a plain file, never a directory or a symlink."""
+    mine = tmp_path / f"mine{suffix}"
+    mine.write_bytes(b"my own notes\n")
+    code, out, err = clirun.trnx("query", DECODE, "SELECT name FROM kernels", "-o", mine)
+    assert code == 2 and out == "" and "already exists" in clirun.one_sentence(err) and "--overwrite" in err
+    assert mine.read_bytes() == b"my own notes\n" and sorted(p.name for p in tmp_path.iterdir()) == [mine.name]
+    code, _, err = clirun.trnx("query", DECODE, "SELECT name FROM kernels", "-o", mine, "--overwrite")
+    assert code == 0, err
+    assert mine.read_bytes() != b"my own notes\n" and sorted(p.name for p in tmp_path.iterdir()) == [mine.name]
+    (tmp_path / "d.csv").mkdir()
+    (tmp_path / "link.csv").symlink_to(mine)
+    for target in ("d.csv", "link.csv"):
+        code, _, err = clirun.trnx("query", DECODE, "SELECT 1", "-o", tmp_path / target, "--overwrite")
+        assert code == 2, err
+        clirun.one_sentence(err)
+    assert (tmp_path / "d.csv").is_dir() and (tmp_path / "link.csv").is_symlink()
+
+
+def test_overwrite_without_o_is_refused(capsys):
+    code, _, err = clirun.trnx("query", DECODE, "SELECT 1", "--overwrite")
+    assert code == 2 and "--overwrite" in clirun.one_sentence(err)

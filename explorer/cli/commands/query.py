@@ -58,14 +58,22 @@ def _csv_text(table) -> str:
     return sink.getvalue().decode("utf-8")
 
 
-def _write(table, out: Path) -> None:
-    from simcore.atomic import atomic_path
+def _check_output(out: Path, overwrite: bool) -> None:
+    """Refuse `-o` before the query runs: an unknown format, a path inside a trace, or what is
+    there already (the user's file) without --overwrite, which replaces only a plain file."""
+    from simcore.atomic import check_output
     from simcore.errors import UserError
 
-    suffix = out.suffix.lower()
-    if suffix not in WRITERS:
+    if out.suffix.lower() not in WRITERS:
         raise UserError(f"cannot tell the format of {out}: name it .parquet, .csv or .json.")
-    with atomic_path(out) as tmp:
+    check_output(out, overwrite)
+
+
+def _write(table, out: Path, overwrite: bool) -> None:
+    from simcore.atomic import atomic_path
+
+    suffix = out.suffix.lower()
+    with atomic_path(out, overwrite=overwrite) as tmp:  # never replaces what appeared meanwhile without it
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
@@ -95,19 +103,27 @@ Examples:
 @click.argument("sql")
 @click.option("--json", "as_json", is_flag=True, help="Print every row as a JSON list of objects.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print every row as CSV.")
-@click.option("-o", "--output", type=click.Path(), help="Write every row to FILE (.parquet, .csv or .json; written atomically).")
+@click.option("-o", "--output", type=click.Path(),
+              help="Write every row to FILE (.parquet, .csv or .json; written atomically; an existing FILE is "
+                   "replaced only with --overwrite, and never a file inside a trace directory).")
+@click.option("--overwrite", is_flag=True,
+              help="With -o: replace FILE if it is a plain file (never a directory or a symlink).")
 @click.option("--rows", "limit", default=TEXT_ROWS, show_default=True, type=click.IntRange(min=1),
               help="Rows the text table shows (--json, --csv and -o give every row).")
-def query(trace: str, sql: str, as_json: bool, as_csv: bool, output: str | None, limit: int) -> None:
+def query(trace: str, sql: str, as_json: bool, as_csv: bool, output: str | None, overwrite: bool, limit: int) -> None:
     from explorer.model.query import query as run
     from simcore.errors import UserError
 
     if sum(map(bool, (as_json, as_csv, output))) > 1:
         raise UserError("choose one of --json, --csv and -o.")
+    if overwrite and not output:
+        raise UserError("--overwrite replaces the file -o writes: give -o FILE too.")
+    if output:
+        _check_output(Path(output), overwrite)  # before the query: a long one is not run for nothing
     table = run(trace, sql)
     if output:
-        _write(table, Path(output))
-        click.echo(f"wrote {table.num_rows:,} rows to {output}", err=True)
+        _write(table, Path(output), overwrite)
+        click.echo(f"wrote {table.num_rows:,} {'row' if table.num_rows == 1 else 'rows'} to {output}", err=True)
     elif as_json:
         click.echo(_json_text(table))
     elif as_csv:
