@@ -24,6 +24,9 @@ from simcore.errors import UserError
 KINDS = ("kernel", "instruction", "dma", "collective", "op")
 GRAMMAR = "kernel:ID, instruction:ID, dma:ID, collective:ID, op:ID, op:NAME, t=TIME or t=START:END (e.g. t=1.2ms:1.5ms)"
 POINT_WIDTH_NS = 10_000  # t=TIME shows this much around TIME
+MARGIN = 0.05  # of the span: the timeline shows this much around the trace (view_state.Viewport), so a
+# copied link of any range it shows opens; a link wholly beyond it is refused
+ID_MAX = 2**63 - 1  # ids are int64: a longer number is no id the trace has
 
 
 @dataclass(frozen=True)
@@ -83,9 +86,13 @@ def resolve(index: TraceIndex, text: str | Link) -> Target:
     """Where `text` points in the trace behind `index`; an id it does not have is a UserError."""
     link = parse(text) if isinstance(text, str) else text
     if link.kind == "t":
+        _check_inside(index, link)
         if link.t0 == link.t1:
             return Target(link.t0 - POINT_WIDTH_NS / 2, link.t0 + POINT_WIDTH_NS / 2)
         return Target(float(link.t0), float(link.t1))
+    if link.kind != "op" and int(link.value) > ID_MAX:
+        noun = {"dma": "DMA transfer", "op": "op"}.get(link.kind, link.kind)
+        raise UserError(f"this trace has no {noun} with id {link.value}.")
     if link.kind in ("instruction", "dma"):
         ref = index.find_id(int(link.value))
         if ref is None or (link.kind == "dma") != (ref.table == "dma"):
@@ -121,6 +128,15 @@ def resolve(index: TraceIndex, text: str | Link) -> Target:
     start = float(columns.num(ops, "start_ns")[row])
     dur = float(columns.num(ops, "dur_ns")[row])
     return Target(*_pad(start, start + dur), None, None, f"op:{int(op_ids[row])}")
+
+
+def _check_inside(index: TraceIndex, link: Link) -> None:
+    """A time link wholly outside the trace (and the margin the timeline shows around it) is one
+    sentence, not the trace's nearest end shown as if it were there (t=999s for t=999us)."""
+    lo, hi = (float(x) for x in index.span)
+    margin = MARGIN * (hi - lo)
+    if link.t1 < lo - margin or link.t0 > hi + margin:
+        raise UserError(f"the link '{link}' is outside the trace, which spans {format_time(lo)}..{format_time(hi)}.")
 
 
 def _event(index: TraceIndex, ref: EventRef, node: str) -> Target:

@@ -41,10 +41,30 @@ def test_links_resolve_to_their_place(index, link, span, event, node):
     ("frame:3", "is not a link"),
     ("t=soon", "is not a link"),
     ("t=2ms:1ms", "ends before it starts"),
+    ("instruction:99999999999999999999999", "no instruction with id 99999999999999999999999"),  # past int64
+    ("dma:99999999999999999999999", "no DMA transfer with id 99999999999999999999999"),
+    ("kernel:99999999999999999999999", "no kernel with id 99999999999999999999999"),
+    ("collective:18446744073709551616", "no collective with id 18446744073709551616"),
+    ("t=999s", "is outside the trace, which spans 0ns..100us"),  # a mistyped unit is not the trace's end
+    ("t=-5ms:-1ms", "is outside the trace"),
+    ("t=1s:2s", "is outside the trace"),
 ])
 def test_bad_links_are_one_sentence(index, link, says):
     with pytest.raises(UserError, match=says):
         dl.resolve(index, link)
+
+
+def test_a_copied_range_link_always_opens(index):
+    """Copy link copies the visible range, which may reach into the margin the timeline shows around
+    the trace: every range the viewport can show resolves, only links beyond it are refused."""
+    from explorer.model.timeline.view_state import Viewport
+
+    vp = Viewport()
+    vp.set_limits(*index.span)
+    for t0, t1 in ((-1e12, -1e12 + 2000), (1e12, 1e12 + 2000), (-1e12, 1e12)):
+        vp.set_range(t0, t1)  # pushed against the margins at the narrowest and widest zooms
+        link = dl.link_for_range(vp.t0, vp.t1)
+        assert dl.resolve(index, link).t0 <= vp.t1, link
 
 
 @pytest.mark.parametrize("ns", [0, 7, 1000, 1_200_000, 1_234_567, 2_000_000_000, 999_999])
