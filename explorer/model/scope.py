@@ -78,6 +78,10 @@ class Scope:
         t0 = lo if self.t0 is None else self.t0
         t1 = hi if self.t1 is None else self.t1
         if t1 <= t0 and (self.t0, self.t1) != (None, None):  # an empty trace's span may be empty
+            if self.t1 is None:  # the side given is beyond the trace, not an end before a start
+                raise UserError(f"time range starts at {t0} ns, after the trace ends (it spans {lo}..{hi} ns).")
+            if self.t0 is None:
+                raise UserError(f"time range ends at {t1} ns, before the trace starts (it spans {lo}..{hi} ns).")
             raise UserError(f"time range {t0}..{t1} ns is empty; the end must be after the start.")
         self.check(tracks)
         return replace(self, t0=int(t0), t1=int(t1))

@@ -96,3 +96,14 @@ def test_bad_selection_is_one_sentence_and_exit_2(basic, tmp_path, capsys, comma
     assert err.startswith("trnx: error: ") and fragment in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("window, says", [
+    ("999s:", "time range starts at 999000000000 ns, after the trace ends (it spans 0..10000 ns)"),
+    (":-5us", "time range ends at -5000 ns, before the trace starts (it spans 0..10000 ns)"),
+])
+def test_an_open_window_beyond_the_trace_says_which_end(basic, capsys, window, says):
+    """A window left open on one side and wholly beyond the trace is refused for what it is (a start
+    after the trace's end, e.g. a mistyped unit), not as an end before a start the user never gave."""
+    code, _, err = clirun.trnx("summary", basic, "--range", window)
+    assert code == 2 and says in clirun.one_sentence(err)
