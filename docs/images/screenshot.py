@@ -92,7 +92,7 @@ def main() -> None:
         out = a.output_dir / f"explorer-multichip-{theme}.png"
         subprocess.run([sys.executable, "-m", "explorer.cli.main", "view",
                         str(SAMPLES / "llama3.1-70b-tp16-straggler.trnx"), "--theme", theme, "--screenshot", str(out),
-                        "--smoke-test"], check=True, env={**os.environ, "XDG_CONFIG_HOME": fresh_settings()})
+                        "--smoke-test", "--overwrite"], check=True, env={**os.environ, "XDG_CONFIG_HOME": fresh_settings()})
 
 
 if __name__ == "__main__":

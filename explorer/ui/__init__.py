@@ -54,10 +54,11 @@ def open_window(path: str | os.PathLike[str] | None = None, *, show: bool = True
 
 
 def run(path: str | os.PathLike[str] | None = None, goto: str | None = None, *, theme: str | None = None,
-        screenshot: str | os.PathLike[str] | None = None) -> int:
+        screenshot: str | os.PathLike[str] | None = None, overwrite: bool = False) -> int:
     """Open a window and run the event loop until it closes; `goto`: a deep link to show once loaded,
     `theme` for this run only, `screenshot` saved (at 1920x1080) once the analysis panels are filled.
-    A sweep directory opens the sweep window (the screenshot is of it, once shown)."""
+    A sweep directory opens the sweep window (the screenshot is of it, once shown); `overwrite`
+    lets the screenshot replace a plain file at its path."""
     app = ensure_app()
     window = open_window(None)
     if goto is not None:
@@ -71,12 +72,12 @@ def run(path: str | os.PathLike[str] | None = None, goto: str | None = None, *, 
 
             from explorer.ui.screenshot import save_sweep_screenshot
 
-            QTimer.singleShot(0, lambda: save_sweep_screenshot(sweep_window, screenshot))
+            QTimer.singleShot(0, lambda: save_sweep_screenshot(sweep_window, screenshot, overwrite))
         return app.exec()
     if screenshot is not None:
         from explorer.ui.screenshot import screenshot_when_ready
 
-        screenshot_when_ready(window, screenshot)
+        screenshot_when_ready(window, screenshot, overwrite)
     if path is not None:
         window.open_path(Path(path))
     window.raise_()

@@ -21,13 +21,14 @@ from simcore.atomic import atomic_path
 from simcore.errors import UserError, describe, user_caused
 
 
-def save_png(widget: QWidget, path: str | os.PathLike[str]) -> Path:
-    """A picture of `widget` as it is on screen, written atomically."""
+def save_png(widget: QWidget, path: str | os.PathLike[str], overwrite: bool = True) -> Path:
+    """A picture of `widget` as it is on screen, written atomically; without `overwrite` a file that
+    appeared at `path` meanwhile is left alone (`trnx view --screenshot` without --overwrite)."""
     path = Path(path)
     pixmap = widget.grab()
     if pixmap.isNull():
         raise UserError(f"cannot export {path.name}: the view has nothing to draw yet.")
-    with atomic_path(path) as tmp:
+    with atomic_path(path, overwrite=overwrite) as tmp:
         if not pixmap.save(str(tmp), "PNG"):
             raise UserError(f"cannot write {path}: saving the PNG failed (disk full or not writable?).")
     return path

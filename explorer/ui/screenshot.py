@@ -16,8 +16,12 @@ from simcore.errors import UserError
 SCREENSHOT_SIZE = (1920, 1080)
 
 
-def check_screenshot_path(path: str | Path) -> Path:
-    """The PNG path `--screenshot` writes, or UserError before any window opens."""
+def check_screenshot_path(path: str | Path, overwrite: bool = False) -> Path:
+    """The PNG path `--screenshot` writes, or UserError before any window opens: what is there
+    already (the user's file) is replaced only with `overwrite`, and then only a plain file; never
+    a path inside a trace directory (simcore.atomic.check_output)."""
+    from simcore.atomic import check_output
+
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise UserError(f"--screenshot writes a PNG: give a path ending in .png (got {path.name}).")
@@ -25,6 +29,7 @@ def check_screenshot_path(path: str | Path) -> Path:
         raise UserError(f"--screenshot {path} is a directory; give the PNG file to write.")
     if not path.resolve().parent.is_dir():
         raise UserError(f"cannot write {path}: the directory {path.resolve().parent} does not exist.")
+    check_output(path, overwrite)
     return path
 
 
@@ -54,7 +59,7 @@ def wait_for_analyses(window, timeout_s: float = 600.0) -> None:
         QApplication.processEvents()
 
 
-def save_screenshot(window, path: str | Path) -> Path:
+def save_screenshot(window, path: str | Path, overwrite: bool = True) -> Path:
     """The whole window (panels included) as a PNG, written atomically, once the layout requests
     that the panels' last texts posted have run (a label given two lines just before the grab was
     drawn in the one line it had: the README picture's Dependencies headline)."""
@@ -66,10 +71,10 @@ def save_screenshot(window, path: str | Path) -> Path:
         QApplication.sendPostedEvents()
         QApplication.processEvents()
     window.timeline.render_frame()
-    return save_png(window, path)
+    return save_png(window, path, overwrite=overwrite)
 
 
-def save_sweep_screenshot(sweep_window, path: str | Path) -> Path:
+def save_sweep_screenshot(sweep_window, path: str | Path, overwrite: bool = True) -> Path:
     """A sweep window at 1920x1080 as a PNG, once it has laid out and drawn its plot."""
     from PySide6.QtWidgets import QApplication
 
@@ -78,10 +83,10 @@ def save_sweep_screenshot(sweep_window, path: str | Path) -> Path:
     sweep_window.resize(*SCREENSHOT_SIZE)
     for _ in range(10):
         QApplication.processEvents()
-    return save_png(sweep_window, path)
+    return save_png(sweep_window, path, overwrite=overwrite)
 
 
-def screenshot_when_ready(window, path: str | Path) -> None:
+def screenshot_when_ready(window, path: str | Path, overwrite: bool = True) -> None:
     """Resize `window` to 1920x1080 and save it to `path` once its analysis panels are filled
     (the interactive `trnx view --screenshot`); a failure is one line on stderr and in the
     status bar, the window stays up."""
@@ -92,7 +97,7 @@ def screenshot_when_ready(window, path: str | Path) -> None:
             return
         window.analysis.session.ready.disconnect(shoot)
         try:
-            save_screenshot(window, path)
+            save_screenshot(window, path, overwrite)
         except UserError as exc:
             print(f"trnx view: error: {exc}", file=sys.stderr)
             window.statusBar().showMessage(str(exc), 10000)

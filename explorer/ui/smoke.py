@@ -23,7 +23,7 @@ from simcore.errors import UserError
 
 
 def smoke_test(path: str | None, timings: bool = False, goto: str | None = None, theme: str | None = None,
-               screenshot: str | Path | None = None) -> dict[str, float]:
+               screenshot: str | Path | None = None, overwrite: bool = False) -> dict[str, float]:
     """The window's figures: `frame_ms` (the first frame's paint), and with `timings` the
     seconds above; raises UserError when the trace cannot be opened (no dialog is shown: the
     error becomes the CLI's one-line message instead). `theme` is applied for this run only
@@ -86,7 +86,7 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
         try:
             if path is not None:
                 wait_for_analyses(window)
-            save_screenshot(window, screenshot)
+            save_screenshot(window, screenshot, overwrite)
         except UserError:
             window.close()
             raise
@@ -98,7 +98,8 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
     return out
 
 
-def smoke_test_sweep(path: str | Path, theme: str | None = None, screenshot: str | Path | None = None) -> dict[str, int]:
+def smoke_test_sweep(path: str | Path, theme: str | None = None, screenshot: str | Path | None = None,
+                     overwrite: bool = False) -> dict[str, int]:
     """`trnx view SWEEP --smoke-test`: the main window and the sweep window on `path`, drawn
     once (and saved as `screenshot`), then closed. Returns how many configurations the table
     holds (`rows`), the sweep has (`configurations`) and the plot shows (`plotted`)."""
@@ -117,7 +118,7 @@ def smoke_test_sweep(path: str | Path, theme: str | None = None, screenshot: str
         for _ in range(5):
             QApplication.processEvents()
         if screenshot is not None:
-            save_sweep_screenshot(w, screenshot)
+            save_sweep_screenshot(w, screenshot, overwrite)
         if w.grab().isNull():
             raise RuntimeError("the sweep window rendered an empty frame")
         return {"rows": w.model.rowCount(), "configurations": w.sweep.configurations,

@@ -126,3 +126,26 @@ def test_interactive_screenshot_is_saved_once_the_analyses_show_and_the_window_s
     qtbot.waitUntil(png.exists, timeout=30_000)
     assert w.isVisible() and w.analysis.session.analysis is not None
     assert QImage(str(png)).size().toTuple() == (1920, 1080)
+
+
+def test_view_screenshot_never_replaces_a_file_it_did_not_write(qapp, trace_path, tmp_path):
+    """--screenshot onto the user's file is refused in one sentence before any window, the file kept;
+    --overwrite replaces a plain file only (never a symlink), and nothing is written inside a trace."""
+    from clirun import one_sentence, trnx
+
+    mine = tmp_path / "shot.png"
+    mine.write_bytes(b"my own picture")
+    code, out, err = trnx("view", trace_path, "--screenshot", mine, "--smoke-test")
+    assert code == 2 and out == "" and "already exists" in one_sentence(err) and "--overwrite" in err
+    assert mine.read_bytes() == b"my own picture"
+    (tmp_path / "link.png").symlink_to(mine)
+    code, _, err = trnx("view", trace_path, "--screenshot", tmp_path / "link.png", "--smoke-test", "--overwrite")
+    assert code == 2 and "symbolic link" in one_sentence(err)
+    code, _, err = trnx("view", trace_path, "--screenshot", trace_path / "shot.png", "--smoke-test")
+    assert code == 2 and "inside the trace" in one_sentence(err) and not (trace_path / "shot.png").exists()
+    code, _, err = trnx("view", trace_path, "--overwrite", "--smoke-test")
+    assert code == 2 and "--screenshot" in one_sentence(err)
+    code, out, err = trnx("view", trace_path, "--screenshot", mine, "--smoke-test", "--overwrite")
+    assert code == 0, err
+    left = sorted(p.name for p in tmp_path.iterdir() if p != trace_path)
+    assert mine.read_bytes().startswith(b"\x89PNG") and left == ["link.png", "shot.png"]  # no temporary left

@@ -1,4 +1,4 @@
-"""`trnx view [TRACE|SWEEP] [--smoke-test] [--theme light|dark] [--screenshot PNG]`: open the desktop explorer.
+"""`trnx view [TRACE|SWEEP] [--smoke-test] [--theme light|dark] [--screenshot PNG [--overwrite]]`: open the desktop explorer.
 
 A sweep directory (`trnx sweep -o DIR`, or its results.parquet) opens the sweep window, as
 File > Open sweep does; a click on one of its points opens that configuration's trace.
@@ -43,7 +43,8 @@ TIMINGS = ("open_s", "first_frame_s", "analyses_s", "peak_rss_mb")
 
 
 def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", timings: bool = False,
-                  goto: str | None = None, theme: str | None = None, screenshot: str | None = None) -> int:
+                  goto: str | None = None, theme: str | None = None, screenshot: str | None = None,
+                  overwrite: bool = False) -> int:
     """What `trnx view` and `python -m explorer` (the packaged app) do; returns the exit code."""
     if timings and not (smoke_test and trace is not None):
         raise UserError("--timings measures a --smoke-test of a trace: give both, and the trace.")
@@ -59,10 +60,12 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
     if screenshot is not None:
         from explorer.ui.screenshot import check_screenshot_path  # no Qt until a window opens
 
-        check_screenshot_path(screenshot)
+        check_screenshot_path(screenshot, overwrite)
+    elif overwrite:
+        raise UserError("--overwrite lets --screenshot replace its PNG: give --screenshot PNG too.")
     check_display()
     if sweep:
-        return _open_sweep(trace, smoke_test, prog, theme, screenshot)
+        return _open_sweep(trace, smoke_test, prog, theme, screenshot, overwrite)
     if trace is not None:
         from explorer.interop.neuron_profile.as_trace import trace_path
 
@@ -70,7 +73,8 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
     if smoke_test:
         from explorer.ui.smoke import smoke_test as run_smoke_test
 
-        figures = run_smoke_test(trace, timings=timings, goto=goto, theme=theme, screenshot=screenshot)
+        figures = run_smoke_test(trace, timings=timings, goto=goto, theme=theme, screenshot=screenshot,
+                                 overwrite=overwrite)
         if timings:  # one JSON line, for scripts and benches
             click.echo(json.dumps({k: round(figures[k], 3) for k in TIMINGS}))
         else:
@@ -82,7 +86,7 @@ def open_explorer(trace: str | None, smoke_test: bool, prog: str = "trnx view", 
         return 0
     from explorer.ui import run
 
-    return run(trace, goto=goto, theme=theme, screenshot=screenshot)
+    return run(trace, goto=goto, theme=theme, screenshot=screenshot, overwrite=overwrite)
 
 
 def is_sweep(path: str, timings: bool, goto: str | None) -> bool:
@@ -103,12 +107,13 @@ def is_sweep(path: str, timings: bool, goto: str | None) -> bool:
     return True
 
 
-def _open_sweep(path: str, smoke_test: bool, prog: str, theme: str | None, screenshot: str | None) -> int:
+def _open_sweep(path: str, smoke_test: bool, prog: str, theme: str | None, screenshot: str | None,
+                overwrite: bool) -> int:
     """`trnx view SWEEP`: the sweep window (and the main window its clicks open traces in)."""
     if smoke_test:
         from explorer.ui.smoke import smoke_test_sweep
 
-        figures = smoke_test_sweep(path, theme=theme, screenshot=screenshot)
+        figures = smoke_test_sweep(path, theme=theme, screenshot=screenshot, overwrite=overwrite)
         click.echo(f"{prog}: sweep window built, {figures['rows']} of {figures['configurations']} configurations "
                    f"in its table, {figures['plotted']} plotted")
         if screenshot is not None:
@@ -116,7 +121,7 @@ def _open_sweep(path: str, smoke_test: bool, prog: str, theme: str | None, scree
         return 0
     from explorer.ui import run
 
-    return run(path, theme=theme, screenshot=screenshot)
+    return run(path, theme=theme, screenshot=screenshot, overwrite=overwrite)
 
 
 @click.command(help="""Open the Trn3 Explorer window, loading TRACE (a .trnx directory, or a Neuron Explorer profile directory) if given; a sweep directory (trnx sweep -o DIR) opens the sweep window.
@@ -143,9 +148,14 @@ Examples:
               help="Colour theme for this run (not saved; View > Theme saves one).")
 @click.option("--screenshot", type=click.Path(dir_okay=False), default=None, metavar="PNG",
               help="Save the window at 1920x1080 as a PNG once the analysis panels are filled (a sweep: the "
-                   "sweep window once drawn); with --smoke-test, then exit.")
+                   "sweep window once drawn); with --smoke-test, then exit. An existing PNG is replaced only "
+                   "with --overwrite.")
+@click.option("--overwrite", is_flag=True,
+              help="With --screenshot: replace PNG if it is a plain file (never a directory, a symlink or a file "
+                   "inside a trace).")
 def view(trace: str | None, smoke_test: bool, timings: bool, goto: str | None, theme: str | None,
-         screenshot: str | None) -> None:
-    code = open_explorer(trace, smoke_test, timings=timings, goto=goto, theme=theme, screenshot=screenshot)
+         screenshot: str | None, overwrite: bool) -> None:
+    code = open_explorer(trace, smoke_test, timings=timings, goto=goto, theme=theme, screenshot=screenshot,
+                         overwrite=overwrite)
     if code:
         sys.exit(code)
