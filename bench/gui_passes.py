@@ -3,12 +3,14 @@
     QT_QPA_PLATFORM=offscreen python bench/gui_passes.py TRACE [--root DIR]
 
 Opens TRACE in the real window (1920x1080), waits for the analysis panels, then selects the
-first instruction and follows five deep links (two kernels, two instructions, one more kernel)
-the way `bench/tools_gui.py` does (with `--deep`, three more: to instructions hundreds of rows
-down their kernels). After each, it runs the event loop one pass at a time for
-1.5 s (`--window`) and reports the GUI thread's CPU time (`time.thread_time`) of the synchronous call plus
-the first pass, of the worst pass, of the worst pass after the first (the first repaints the
-timeline at the new place; the later ones are the panels following it), and of all of them. A pass is what a user waits through
+first instruction and follows five deep links the way `bench/tools_gui.py` does: the kernels 45.5%,
+27.6% and 66.3% of the way through the trace's kernel ids (824, 500 and 1200 on the 28M capture
+these figures were first taken on) and the instructions half and a third of the way through the
+instructions table (with `--deep`, three more: to instructions hundreds of rows down big
+kernels). After each, it runs the event loop one pass at a time for 1.5 s (`--window`) and
+reports the GUI thread's CPU time (`time.thread_time`) of the synchronous call plus the first
+pass, of the worst pass, of the worst pass after the first (the first repaints the timeline at
+the new place; the later ones are the panels following it), and of all of them. A pass is what a user waits through
 before the window answers again, and its CPU time hardly depends on what else the machine
 runs, where `tools_gui.py`'s wall-clock gaps, on a shared 2-core machine, are mostly the load.
 `--root` runs another checkout's `explorer` (the same bench on the code before a change).
@@ -22,8 +24,13 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 
-def main() -> None:
+
+KERNEL_AT = (0.4555, 0.2764, 0.6634)  # where the kernel links point, as fractions of the sorted kernel ids
+
+
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", type=Path)
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1],
@@ -34,22 +41,21 @@ def main() -> None:
     ap.add_argument("--window", type=float, default=1.5,
                     help="seconds of passes measured after each action (longer on a loaded machine, where the "
                          "workers' answers come late)")
-    args = ap.parse_args()
+    ap.add_argument("--settle", type=float, default=2.0,
+                    help="seconds of the event loop run before each action, for the previous one's trailing work")
+    args = ap.parse_args(argv)
     from gui_window import open_analysed
 
-    app, w, spin = open_analysed(args.trace, args.root, settle=3)
-    index = w.view.index
-    ins = index.tables["instructions"]
-    first = index.find_id(int(ins.value("id", 0)))
+    app, w, spin = open_analysed(args.trace, args.root, settle=args.settle + 1)
+    first, links = _links(w)
     actions = [("select the first instruction", lambda: w.view.select(first))]
-    for link in ("kernel:824", f"instruction:{int(ins.value('id', ins.n // 2))}", "kernel:500",
-                 f"instruction:{int(ins.value('id', ins.n // 3))}", "kernel:1200"):
+    for link in links:
         actions.append((f"deep link {link}", lambda link=link: w.tools.go_to_link(link)))
     if args.deep:
         actions += [(f"deep link {link}", lambda link=link: w.tools.go_to_link(link)) for link in _deep_links(w)]
     rows = []
     for name, act in actions:
-        spin(max(2.0, args.window))  # the previous action's trailing work done
+        spin(max(args.settle, args.window))  # the previous action's trailing work done
         c = time.thread_time()
         act()
         sync = (time.thread_time() - c) * 1e3
@@ -67,19 +73,35 @@ def main() -> None:
                      "all_passes_ms": round(sync + sum(passes), 1)})
         print(json.dumps(rows[-1]), flush=True)
     w.close()
-    print(json.dumps({"trace": str(args.trace), "root": str(args.root), "load_1min": os.getloadavg()[0], "actions": rows}))
+    result = {"trace": str(args.trace), "root": str(args.root), "load_1min": os.getloadavg()[0], "actions": rows}
+    print(json.dumps(result))
+    return result
+
+
+def _links(w) -> tuple[object, list[str]]:
+    """The first instruction (its EventRef) and the five links, from the trace shown in `w`."""
+    index = w.view.index
+    ins = index.tables["instructions"]
+    kernels = np.sort(np.asarray(index.tables["kernels"].column("kernel_id")))
+    kernel = [f"kernel:{int(kernels[min(round(len(kernels) * f), len(kernels) - 1)])}" for f in KERNEL_AT]
+    instruction = [f"instruction:{int(ins.value('id', ins.n // d))}" for d in (2, 3)]
+    return index.find_id(int(ins.value("id", 0))), [kernel[0], instruction[0], kernel[1], instruction[1], kernel[2]]
 
 
 def _deep_links(w) -> list[str]:
     """Links to an instruction 900 rows down a kernel, 300 down the next, 900 down a third (kernels of
-    over 3,000 events from the middle of the trace): the tree lays out every row before the one shown."""
+    over 3,000 events from the middle of the trace; in a smaller trace, its three biggest kernels and
+    as far down as they go): the tree lays out every row before the one shown."""
     h = w.analysis.session.analysis.hierarchy
-    k = h.kernels
-    big = k[(k["instruction_count"] + k["dma_count"]) > 3000]["kernel_id"].tolist()
+    k = h.kernels.assign(events=h.kernels["instruction_count"] + h.kernels["dma_count"])
+    big = k[k["events"] > 3000]["kernel_id"].tolist()
+    big = big[len(big) // 2:] if len(big) >= 6 else k.nlargest(3, "events")["kernel_id"].tolist()
     links = []
-    for kernel, down in zip(big[len(big) // 2:], (900, 300, 900)):
+    for kernel, down in zip(big, (900, 300, 900)):
         nodes = h.children(f"kernel:{kernel}")["node"].tolist()
-        links.append(next(n for n in nodes[down:] if n.startswith("instruction:")))
+        at = min(down, len(nodes) - 1)
+        found = [n for n in nodes[at:] if n.startswith("instruction:")] or [n for n in nodes[:at] if n.startswith("instruction:")][-1:]
+        links += found[:1]
     return links
 
 

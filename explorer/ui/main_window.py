@@ -31,6 +31,7 @@ from explorer.sweep.store import is_sweep_path
 from explorer.ui import gc_guard
 from explorer.ui.collective_waits_view import QtCollectiveWaits
 from explorer.ui.details_view import QtEventDetails
+from explorer.ui.layout_boundary import LayoutBoundary
 from explorer.ui.legend_view import QtLegend
 from explorer.ui.loader import LoadedTrace, TraceLoader
 from explorer.ui.recent import RecentFiles
@@ -72,7 +73,7 @@ class MainWindow(QMainWindow):
 
         self.view = ViewState()  # what every widget of this window shows (explorer.model.timeline.view_state)
         self.timeline = TimelineWidget(self, self.view)
-        self.setCentralWidget(self.timeline)
+        self.setCentralWidget(LayoutBoundary(self.timeline))  # (its rows' layouts stay inside it)
         self.details = QtEventDetails()
         self.selection_summary = QtSelectionSummary()
         self.legend = QtLegend()
@@ -118,10 +119,11 @@ class MainWindow(QMainWindow):
     def add_panel(self, title: str, widget: QWidget, area: Qt.DockWidgetArea = Qt.RightDockWidgetArea,
                   *, tabify: bool = True, tab_with: str | None = None) -> QDockWidget:
         """Dock a panel (tabbed with the panels already in that area, or with the panel named
-        `tab_with` when the area holds several tab groups); returns its dock."""
+        `tab_with` when the area holds several tab groups); returns its dock. The dock holds the
+        widget in a `LayoutBoundary` (`dock.widget().inner` is the widget)."""
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock-{title.lower().replace(' ', '-')}")
-        dock.setWidget(widget)
+        dock.setWidget(LayoutBoundary(widget))  # (a change inside re-lays the dock and window only when it must)
         dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable | QDockWidget.DockWidgetClosable)
         same_area = [d for d in self.panels.values() if self.dockWidgetArea(d) == area]
         if tab_with in self.panels:
@@ -157,7 +159,15 @@ class MainWindow(QMainWindow):
     def _build_status_bar(self) -> None:
         sb = self.statusBar()
         self.range_label = QLabel("")
+        self.range_label.setObjectName("view-range")
         self.frame_label = QLabel("")
+        self.frame_label.setObjectName("frame-time")
+        # a fixed size with room for any frame time, the text at its right: the label changes twice
+        # a second, and Qt lays out neither the status bar nor the window for a fixed-size widget
+        self.frame_label.setText("frame 9999.9 ms")
+        self.frame_label.setFixedSize(self.frame_label.sizeHint())
+        self.frame_label.setText("")
+        self.frame_label.setAlignment(Qt.AlignRight | Qt.AlignVCenter)
         self.progress = QProgressBar()
         self.progress.setObjectName("load-progress")
         self.progress.setRange(0, 1000)
@@ -168,7 +178,8 @@ class MainWindow(QMainWindow):
         for w in (self.progress, self.cancel_button):
             w.hide()
             sb.addPermanentWidget(w)
-        sb.addWidget(self.range_label, 1)
+        # (a new text re-lays the status bar and window only when it does not fit: each zoom step sets it)
+        sb.addWidget(LayoutBoundary(self.range_label), 1)
         sb.addPermanentWidget(self.frame_label)
 
     def _build_menus(self) -> None:
