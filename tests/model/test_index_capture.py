@@ -205,3 +205,63 @@ def test_the_scan_leaves_a_trace_it_does_not_understand_to_the_build(tmp_path):
     path = tmp_path / "t.trnx"
     _write(path, timeline_tables(interleave=True), {}, IndexRecorder())  # rows ordered by time across tracks
     assert index_capture.scan(open_trace(path, validate=False)) is None
+
+
+@pytest.mark.parametrize("cuts", [[550], [600], [300, 650, 651, 900], [100, 200, 560, 1000], [549, 551]])
+def test_the_scan_split_over_two_threads_finds_the_one_pass_index(tmp_path, monkeypatch, cuts):
+    """The halves of a table passed on two threads (where the second half starts inside a run, at
+    a track's first row, inside the overlapping row, one row past the middle) give the index one
+    pass in order gives: runs, disjointness, prefix sums, colour usage."""
+    from explorer.model.timeline import trace_index
+
+    monkeypatch.setattr(trace_index, "SAVE_MIN_EVENTS", 0)
+    monkeypatch.setattr(index_capture, "SPLIT_MIN_ROWS", 0)
+    split = []
+    real = index_capture._on_two_threads
+    monkeypatch.setattr(index_capture, "_on_two_threads", lambda a, b: (split.append(1), real(a, b))[1])
+    path = tmp_path / "t.trnx"
+    _write(path, _overlapping_tables(), {"instructions": cuts, "dma": [6]}, IndexRecorder())
+    trace = open_trace(path, validate=False)
+    scanned = index_capture.scan(trace)
+    assert split and scanned is not None
+    _same(TraceIndex.build(trace, saved=scanned), TraceIndex.build(open_trace(path)))
+
+
+def test_a_negative_duration_in_the_second_half_still_leaves_the_trace_to_the_build(tmp_path, monkeypatch):
+    monkeypatch.setattr(index_capture, "SPLIT_MIN_ROWS", 0)
+    t = _overlapping_tables()
+    t["instructions"]["dur_ns"][1000] = -5
+    path = tmp_path / "t.trnx"
+    _write(path, t, {"instructions": [300, 700]}, IndexRecorder())
+    assert index_capture.scan(open_trace(path, validate=False)) is None
+
+
+def test_the_scan_fills_the_prefix_sums_reserved_while_numba_loaded(tmp_path, monkeypatch):
+    """`scan_ahead.reserve` reads the scan's tables and hands it its arrays with their pages given
+    (Linux 5.14+); the scan fills them, and the index is the one building finds; a meta.json row
+    count that does not match the table gets a fresh array instead."""
+    from explorer.model.timeline import scan_ahead, trace_index
+
+    monkeypatch.setattr(trace_index, "SAVE_MIN_EVENTS", 0)
+    monkeypatch.setattr(scan_ahead, "MIN_BYTES", 0)
+    path = tmp_path / "t.trnx"
+    _write(path, _overlapping_tables(), {"instructions": [37, 650]}, IndexRecorder())
+    trace = open_trace(path, validate=False)
+    reserved = scan_ahead.reserve(trace)
+    assert reserved is not None
+    given = reserved.arrays["instructions"]
+    scanned = index_capture.scan(trace, reserved)
+    assert scanned["instructions.cum"] is given
+    _same(TraceIndex.build(trace, saved=scanned), TraceIndex.build(open_trace(path)))
+    assert scan_ahead.Reserved(trace, {"dma": 5}).take("dma", 11).shape == (11,)
+    big = np.empty(1 << 20, np.int64)
+    assert scan_ahead.populate(big) == (scan_ahead._madvise is not None and _linux_at_least(5, 14))
+
+
+def _linux_at_least(major: int, minor: int) -> bool:
+    import platform
+
+    if platform.system() != "Linux":
+        return False
+    parts = platform.release().split(".")
+    return (int(parts[0]), int(parts[1].split("-")[0])) >= (major, minor)

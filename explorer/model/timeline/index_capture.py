@@ -28,6 +28,8 @@ CPU against ~3.5 s), without the row checks, which the window runs after its fir
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from explorer.model.table_chunks import array_numpy
-from explorer.model.timeline import colour_codes, index_cache
+from explorer.model.timeline import colour_codes, index_cache, scan_ahead
 from explorer.model.timeline.event_table import EventTable
 from explorer.model.timeline.lod import is_disjoint
 from explorer.model.timeline.trace_index import SAVE_MIN_EVENTS, _prefix_sum
@@ -89,6 +91,20 @@ def _scan(track, start, dur, codes, count, time, cum, carry):  # pragma: no cove
     return status, first, overlap
 
 
+@dataclass
+class _Pass:
+    """One batch's compiled pass (`_Table.compiled_pass`), before it is joined to the table's."""
+
+    track: np.ndarray
+    start: np.ndarray
+    dur: np.ndarray
+    status: int
+    first: np.ndarray  # first row of each run of one track
+    overlap: np.ndarray  # per run: a row starts before the previous one ended
+    count: np.ndarray  # events per category code, this batch's
+    time: np.ndarray  # event time per category code, summed in row order
+
+
 class _Usage:
     """(events, event time) per category of a dictionary-coded key, as `colour_codes.usage` counts
     them: each batch's sums (in row order) added in batch order, so the float sums are the same;
@@ -116,11 +132,13 @@ def _grow(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 class _Table:
     """One recorded table: runs, order and disjointness per run, busy-time prefix sums, usage."""
 
-    def __init__(self, name: str, rows: int | None = None) -> None:
+    def __init__(self, name: str, rows: int | None = None, reserved: scan_ahead.Reserved | None = None) -> None:
         self.name = name
         self.rows = 0
         # the prefix sums: one array when the table's rows are known (`scan`), else a chunk a batch
-        self.whole_cum = np.empty(rows + 1, np.int64) if rows is not None else None
+        self.whole_cum = None
+        if rows is not None:
+            self.whole_cum = reserved.take(name, rows + 1) if reserved is not None else np.empty(rows + 1, np.int64)
         if self.whole_cum is not None:
             self.whole_cum[0] = 0
         self.run_track: list[int] = []
@@ -134,6 +152,18 @@ class _Table:
 
     def add(self, batch: pa.RecordBatch) -> str | None:
         """Take one batch; a reason to give up, or None."""
+        n = batch.num_rows
+        if self.whole_cum is not None:
+            if self.rows + n + 1 > len(self.whole_cum):
+                return f"{self.name}: more rows than the table has"
+            cum, carry = self.whole_cum[self.rows + 1:self.rows + 1 + n], int(self.whole_cum[self.rows])
+        else:
+            cum, carry = np.empty(n, np.int64), int(self.cum[-1][-1])
+        return self.take(batch, self.compiled_pass(batch, cum, carry), cum)
+
+    def compiled_pass(self, batch: pa.RecordBatch, cum: np.ndarray, carry: int) -> _Pass:
+        """The batch's compiled pass, its prefix sums written into `cum` from `carry`: touches no
+        state of the table, so batches can be passed on several threads and taken in order."""
         t, s, d = (array_numpy(batch.column(n)) for n in ("track_id", "start_ns", "dur_ns"))
         if self.name == "instructions":
             op = batch.column("opcode")
@@ -143,30 +173,29 @@ class _Table:
             sizes = (len(src.dictionary), len(dst.dictionary))
             codes = array_numpy(src.indices).astype(np.int64) * sizes[1] + array_numpy(dst.indices)
         count, time = np.zeros(sizes, np.int64), np.zeros(sizes, np.float64)
-        if self.whole_cum is not None:
-            if self.rows + len(t) + 1 > len(self.whole_cum):
-                return f"{self.name}: more rows than the table has"
-            cum, carry = self.whole_cum[self.rows + 1:self.rows + 1 + len(t)], int(self.whole_cum[self.rows])
-        else:
-            cum, carry = np.empty(len(t), np.int64), int(self.cum[-1][-1])
         status, first, overlap = _scan(t, s, d, codes, count.reshape(-1), time.reshape(-1), cum, carry)
-        if status == NEGATIVE:
+        return _Pass(t, s, d, status, first, overlap, count, time)
+
+    def take(self, batch: pa.RecordBatch, p: _Pass, cum: np.ndarray) -> str | None:
+        """Join a batch's pass to the batches taken before it (in row order); a reason to give up, or None."""
+        t, s, d = p.track, p.start, p.dur
+        if p.status == NEGATIVE:
             return f"{self.name}: a negative duration"
-        if status == UNSORTED:
+        if p.status == UNSORTED:
             return f"{self.name}: starts out of order in a track"
-        for i, a in enumerate(first):
+        for i, a in enumerate(p.first):
             track, start = int(t[a]), int(s[a])
             if i == 0 and self.last is not None and self.last[0] == track:  # the previous batch's run goes on
                 if start < self.last[1]:
                     return f"{self.name}: starts out of order in a track"
-                self.disjoint[-1] = self.disjoint[-1] and start >= self.last[2] and not bool(overlap[0])
+                self.disjoint[-1] = self.disjoint[-1] and start >= self.last[2] and not bool(p.overlap[0])
                 continue
             if track in self.seen:
                 return f"{self.name}: a track's rows are not contiguous"
             self.seen.add(track)
             self.run_track.append(track)
             self.run_lo.append(self.rows + int(a))
-            self.disjoint.append(not bool(overlap[i]))
+            self.disjoint.append(not bool(p.overlap[i]))
         self.last = (int(t[-1]), int(s[-1]), int(s[-1]) + int(d[-1]))
         for name, col in zip(batch.schema.names, batch.columns):  # the vocabularies so far (the file's, read
             if pa.types.is_dictionary(col.type):                  # back, are its last batch's)
@@ -174,7 +203,7 @@ class _Table:
         if self.whole_cum is None:
             self.cum.append(cum)
         self.rows += len(t)
-        self.usage.add(count, time)
+        self.usage.add(p.count, p.time)
         return None
 
     def arrays(self) -> dict[str, np.ndarray | list[np.ndarray]]:
@@ -310,21 +339,23 @@ def _ordered(arrays: dict) -> dict:
             for k in ("run_track", "run_lo", "order", "disjoint", "cum") if f"{n}.{k}" in arrays}
 
 
-def scan(trace) -> index_cache.SavedIndex | None:
+def scan(trace, reserved: scan_ahead.Reserved | None = None) -> index_cache.SavedIndex | None:
     """The index of a trace that has none, from its files, in memory (`SavedIndex.persisted` false:
     `TraceIndex.save` writes it): the recorder's pass over each batch of its big tables as read
-    back. No row is checked (only the dictionary codes, as the reader scans them; the caller
-    validates the trace). None where the recorder gives up (a table not grouped by track, starts
-    out of order, a negative duration): `TraceIndex.build` then indexes it as before, and says
-    what is wrong."""
+    back, on two threads (`_scan_table`). No row is checked (only the dictionary codes, as the
+    reader scans them; the caller validates the trace). None where the recorder gives up (a table
+    not grouped by track, starts out of order, a negative duration): `TraceIndex.build` then
+    indexes it as before, and says what is wrong. `reserved`: its tables read and the prefix sums'
+    arrays given their pages while this module loaded (`scan_ahead.reserve`)."""
     arrays: dict[str, np.ndarray] = {}
     usage: dict[str, list] = {}
+    if reserved is not None:
+        reserved.wait()  # (it reads the tables: read here too, they would be read twice)
     for name in RECORDED:
         table = trace.table(name)
-        t = _Table(name, table.num_rows)
-        for batch in table.to_batches():
-            if batch.num_rows and t.add(batch) is not None:
-                return None
+        t = _Table(name, table.num_rows, reserved)
+        if _scan_table(t, [b for b in table.to_batches() if b.num_rows]) is not None:
+            return None
         if not t.rows or t.rows != table.num_rows:  # (an empty table has no vocabulary to size its usage by)
             return None
         arrays.update(t.arrays())
@@ -333,3 +364,62 @@ def scan(trace) -> index_cache.SavedIndex | None:
         usage[name] = [count.tolist(), time.tolist()]
     _index_small_tables(trace, arrays, usage)
     return index_cache.SavedIndex({"validated": False, "usage": {"opcode": usage}}, _ordered(arrays), persisted=False)
+
+
+SPLIT_MIN_ROWS = 1 << 20  # fewer rows than this are passed on one thread (a thread costs more than it saves)
+
+
+def _scan_table(t: _Table, batches: list[pa.RecordBatch]) -> str | None:
+    """`t.add` of each batch, the compiled passes of the first and second half of the rows on two
+    threads (the pass releases the GIL; a 100M-event trace's ~1.3 s of it halves where a core is
+    free). The second half's prefix sums start from 0 and get the first half's total added after;
+    integer sums, so they are the very numbers one pass in order finds. Each batch's usage is its
+    own, added in batch order when the passes are taken, so the float sums are the same too."""
+    cum = t.whole_cum
+    assert cum is not None  # (`scan` knows the rows)
+    edges = np.concatenate([[0], np.cumsum([b.num_rows for b in batches], dtype=np.int64)])
+    if edges[-1] + 1 > len(cum):
+        return f"{t.name}: more rows than the table has"
+    passes: list[_Pass | None] = [None] * len(batches)
+
+    def run(lo: int, hi: int) -> None:
+        carry = 0
+        for i in range(lo, hi):
+            out = cum[edges[i] + 1:edges[i + 1] + 1]
+            passes[i] = t.compiled_pass(batches[i], out, carry)
+            carry = int(out[-1])
+
+    k = int(np.searchsorted(edges, edges[-1] // 2))  # the first batch of the second half
+    if edges[-1] < SPLIT_MIN_ROWS or not 0 < k < len(batches):
+        run(0, len(batches))
+    else:
+        _on_two_threads(lambda: run(0, k), lambda: run(k, len(batches)))
+        rest, total = cum[edges[k] + 1:edges[-1] + 1], cum[edges[k]]  # the first half's busy time
+        mid = len(rest) // 2
+        _on_two_threads(lambda: np.add(rest[:mid], total, out=rest[:mid]),
+                        lambda: np.add(rest[mid:], total, out=rest[mid:]))  # (numpy lets go of the GIL)
+    for batch, p, lo, hi in zip(batches, passes, edges[:-1], edges[1:]):
+        reason = t.take(batch, p, cum[lo + 1:hi + 1])
+        if reason is not None:
+            return reason
+    return None
+
+
+def _on_two_threads(here, there) -> None:
+    """Run `there` on a thread of its own while `here` runs on this one; re-raise what either raised."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            there()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failed.append(exc)
+
+    other = threading.Thread(target=run, name="index-scan", daemon=True)
+    other.start()
+    try:
+        here()
+    finally:
+        other.join()
+    if failed:
+        raise failed[0]
