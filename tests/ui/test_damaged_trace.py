@@ -70,3 +70,21 @@ def test_damage_that_breaks_the_file_says_damaged_when_opening(qtbot, tmp_path, 
     qtbot.waitUntil(lambda: bool(shown), timeout=30_000)
     assert shown == [("Cannot open trace", f"{f} is damaged: its bytes do not match the checksum meta.json "
                                            "recorded when it was written (restore it from a copy, or capture again).")]
+
+
+def test_a_smoke_test_of_a_damaged_trace_exits_2_with_the_windows_sentence(qapp, tmp_path):
+    """`trnx view --smoke-test` waits for the checks the window runs once the trace is shown (its
+    checksums; validation for a trace with no saved index): a trace the window would close is exit 2
+    and the window's one sentence, not 'first frame rendered' and exit 0."""
+    from clirun import one_sentence, trnx
+
+    path = write_timeline_trace(tmp_path / "t.trnx")
+    flip_a_value(path / "counters.arrow")
+    code, out, err = trnx("view", path, "--smoke-test")
+    assert code == 2 and out == "", out
+    assert one_sentence(err) == (f"trnx: error: {path / 'counters.arrow'} is damaged: its bytes do not match the "
+                                 "checksum meta.json recorded when it was written (restore it from a copy, or "
+                                 "capture again).")
+    ok = write_timeline_trace(tmp_path / "ok.trnx")
+    code, out, err = trnx("view", ok, "--smoke-test")
+    assert code == 0 and "first frame rendered" in out, err

@@ -137,7 +137,8 @@ Examples:
   trnx view run.trnx --goto t=1.2ms:1.5ms
   QT_QPA_PLATFORM=offscreen trnx view run.trnx --theme light --screenshot run.png --smoke-test   # 1920x1080 PNG""")
 @click.argument("trace", required=False, type=click.Path())
-@click.option("--smoke-test", is_flag=True, help="Build the window, render one frame and exit (packaging check).")
+@click.option("--smoke-test", is_flag=True, help="Build the window, render one frame and exit (packaging check); a trace the window would "
+                   "then close (a checksum or, with no saved index, validation failing) exits 2 with its sentence.")
 @click.option("--timings", is_flag=True,
               help="With --smoke-test: wait for the analysis panels, then print one JSON line {open_s, first_frame_s, "
                    "analyses_s, peak_rss_mb}: seconds from the start of opening the trace, and the peak memory in MiB.")
