@@ -3,7 +3,10 @@
 The file is the user's own work beside the tables (which are never rewritten): a
 versioned JSON document written atomically (a temporary sibling renamed onto it), so
 a crash never leaves half a file, and `trnx export --format chrome-json|perfetto`
-carries the annotations along. Markers snap to the nearest event edge on their row;
+carries the annotations along. Every change is made to the file as it is on disk at that moment
+(read again under a lock on the trace directory, where the platform has one), so two windows
+annotating one trace keep each other's annotations, and a file that became unreadable is left
+as it is. Markers snap to the nearest event edge on their row;
 between two markers the window shows the time and what happened in between
 (`explorer.model.timeline.selection.summarize_area` over every row).
 
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -98,46 +103,92 @@ def save(trace_dir: str | os.PathLike[str], annotations: list[Annotation]) -> Pa
     return p
 
 
+@contextmanager
+def _locked(trace_dir: Path) -> Iterator[None]:
+    """Hold an advisory lock on the trace directory itself (no file is made for it), so two processes
+    changing one trace's annotations take turns; where there is no flock (Windows), no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        fd = os.open(trace_dir, os.O_RDONLY)
+    except OSError:  # (the directory went away: the read below says so)
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # (releases the lock)
+
+
 class AnnotationSet:
-    """A trace's annotations in memory, saved on every change."""
+    """A trace's annotations in memory, saved on every change. A change is applied to the file as it
+    is now, not to the list read when the trace was opened: another window's annotations made since
+    are kept (and shown), and one that is gone is one sentence."""
 
     def __init__(self, trace_dir: str | os.PathLike[str]) -> None:
         self.trace_dir = Path(trace_dir)
         self.items: list[Annotation] = load(self.trace_dir)
 
-    def _next_id(self) -> int:
-        return max((a.id for a in self.items), default=0) + 1
+    def reload(self) -> list[Annotation]:
+        """The annotations as the file has them now (another window may have changed it)."""
+        self.items = load(self.trace_dir)
+        return self.items
 
-    def _commit(self, items: list[Annotation]) -> None:
-        save(self.trace_dir, items)  # first: a refused write changes nothing in memory either
+    def _change(self, fn: Callable[[list[Annotation], int], tuple[list[Annotation], Annotation | None]]
+                ) -> Annotation | None:
+        """`fn(current items, next free id)` -> (new items, the annotation it made or changed), applied
+        to the file as it is now and saved before memory changes (a refused write changes nothing)."""
+        with _locked(self.trace_dir):
+            current = load(self.trace_dir)
+            items, made = fn(current, max((a.id for a in current), default=0) + 1)
+            save(self.trace_dir, items)
         self.items = sorted(items, key=lambda a: (a.t0, a.id))
+        return made
 
     def add_marker(self, t: int, note: str = "", track_id: int | None = None) -> Annotation:
-        a = Annotation(self._next_id(), "marker", int(t), int(t), note, track_id)
-        self._commit(self.items + [a])
-        return a
+        def add(items: list[Annotation], ident: int):
+            a = Annotation(ident, "marker", int(t), int(t), note, track_id)
+            return items + [a], a
+
+        return self._change(add)
 
     def add_range(self, t0: int, t1: int, note: str = "", track_id: int | None = None) -> Annotation:
         if t1 <= t0:
             raise UserError("a range annotation needs an end after its start.")
-        a = Annotation(self._next_id(), "range", int(t0), int(t1), note, track_id)
-        self._commit(self.items + [a])
-        return a
+
+        def add(items: list[Annotation], ident: int):
+            a = Annotation(ident, "range", int(t0), int(t1), note, track_id)
+            return items + [a], a
+
+        return self._change(add)
 
     def set_note(self, ident: int, note: str) -> Annotation:
-        a = replace(self.get(ident), note=note)
-        self._commit([a if x.id == ident else x for x in self.items])
-        return a
+        def edit(items: list[Annotation], _):
+            a = replace(_find(items, ident), note=note)
+            return [a if x.id == ident else x for x in items], a
+
+        return self._change(edit)
 
     def remove(self, ident: int) -> None:
-        self.get(ident)
-        self._commit([x for x in self.items if x.id != ident])
+        def drop(items: list[Annotation], _):
+            _find(items, ident)
+            return [x for x in items if x.id != ident], None
+
+        self._change(drop)
 
     def get(self, ident: int) -> Annotation:
-        for a in self.items:
-            if a.id == ident:
-                return a
-        raise UserError(f"there is no annotation {ident}.")
+        return _find(self.items, ident)
+
+
+def _find(items: list[Annotation], ident: int) -> Annotation:
+    for a in items:
+        if a.id == ident:
+            return a
+    raise UserError(f"there is no annotation {ident} (another window may have removed it).")
 
     def markers(self) -> list[Annotation]:
         return [a for a in self.items if a.kind == "marker"]
