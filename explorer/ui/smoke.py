@@ -32,12 +32,21 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
     """The window's figures: `frame_ms` (the first frame's paint), and with `timings` the
     seconds above; raises UserError when the trace cannot be opened (no dialog is shown: the
     error becomes the CLI's one-line message instead). `theme` is applied for this run only
-    (not saved); `screenshot` saves the window at 1920x1080 once the analyses are shown."""
-    from PySide6.QtWidgets import QApplication
-
+    (not saved); `screenshot` saves the window at 1920x1080 once the analyses are shown.
+    The window is deleted on the way out, passed or refused (`dispose`)."""
     from explorer.ui import open_window
 
     window = open_window(None, show=True)
+    try:
+        return _smoke(window, path, timings, goto, theme, screenshot, overwrite)
+    finally:
+        dispose(window)
+
+
+def _smoke(window, path: str | None, timings: bool, goto: str | None, theme: str | None,
+           screenshot: str | Path | None, overwrite: bool) -> dict[str, float]:
+    from PySide6.QtWidgets import QApplication
+
     window.show_error_dialogs = False
     if theme is not None:
         window.extras.set_theme(theme, save=False)
@@ -60,18 +69,12 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
             QApplication.processEvents()
             time.sleep(0.001)
         if errors:
-            window.close()
             raise UserError(errors[0])
         if window.loaded is None:
-            window.close()
             raise UserError(f"{path} did not finish loading.")
         out["open_s"] = time.perf_counter() - t0
         if goto is not None:  # a link the trace does not have is the CLI's one sentence, exit 2
-            try:
-                window.tools.go_to_link(goto)
-            except UserError:
-                window.close()
-                raise
+            window.tools.go_to_link(goto)
             out["view_t0_ns"], out["view_t1_ns"] = window.view.viewport.t0, window.view.viewport.t1
     out["frame_ms"] = window.timeline.render_frame()
     out["first_frame_s"] = time.perf_counter() - t0
@@ -80,7 +83,6 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
             QApplication.processEvents()
             time.sleep(0.002)
         if failed:
-            window.close()
             raise UserError(f"the analyses failed: {failed[0]}")
         out["analyses_s"] = filled[0] - t0
         stats = window.tools.statistics  # started when the analyses were shown: its memory counts too
@@ -88,24 +90,38 @@ def smoke_test(path: str | None, timings: bool = False, goto: str | None = None,
             QApplication.processEvents()
             time.sleep(0.002)
     if screenshot is not None:
-        try:
-            if path is not None:
-                wait_for_analyses(window)
-            save_screenshot(window, screenshot, overwrite)
-        except UserError:
-            window.close()
-            raise
+        if path is not None:
+            wait_for_analyses(window)
+        save_screenshot(window, screenshot, overwrite)
     out["peak_rss_mb"] = peak_rss_mb()
     if path is not None and not timings:
         wait_for_checks(window)
         if errors:  # the window closed the trace: damaged, or it failed the validation it was shown before
-            window.close()
             raise UserError(errors[0])
-    image = window.grab()
-    window.close()
-    if image.isNull():
+    if window.grab().isNull():
         raise RuntimeError("the window rendered an empty frame")
     return out
+
+
+def dispose(window) -> None:
+    """Close `window` and delete it now, on the GUI thread: a closed window otherwise stayed alive
+    with its panels' results still queued (a dozen for a small trace), handed to it during whatever
+    ran next in the process (the next smoke test's load), and was collected whenever the collector
+    got to it. Results still computing for it are dropped when they arrive (explorer.ui.worker).
+    A window whose loader is still running (it did not stop within closeEvent's wait) is left."""
+    from PySide6.QtCore import QEvent
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.ui import worker
+    from explorer.ui.loader import TraceLoader
+
+    window.close()  # (closeEvent stops and waits for its loaders)
+    if any(loader.isRunning() for loader in window.findChildren(TraceLoader)):
+        return  # deleting a running QThread would abort the process
+    window.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    for _ in range(len(worker.pending())):  # its queued results: dropped now (one per pass of the loop)
+        QApplication.processEvents()
 
 
 def wait_for_checks(window) -> None:
@@ -150,7 +166,7 @@ def smoke_test_sweep(path: str | Path, theme: str | None = None, screenshot: str
     finally:
         for sw in window.sweeps.windows:
             sw.close()
-        window.close()
+        dispose(window)
 
 
 def peak_rss_mb() -> float:

@@ -71,6 +71,11 @@ def _queue() -> _Deliveries:
     return _deliveries[0]
 
 
+def pending() -> list[tuple[Callback, bool, Any]]:
+    """The results waiting for the GUI thread, oldest first (a snapshot)."""
+    return list(_deliveries[0].queue) if _deliveries else []
+
+
 def soon(step: Callable[[], None]) -> None:
     """Run `step` on the GUI thread in a later pass of the event loop, in turn with the workers'
     results: how a panel splits showing a result into parts that each leave the window free."""
