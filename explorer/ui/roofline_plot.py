@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from explorer.model.analysis.kernel_details import Roofline
 from explorer.model.units import format_rate_gbps
 from explorer.ui.panes import keep_tallest
+from explorer.ui.strip_grid import StripGridAxis
 
 ROOF_COLOUR = "#61afef"
 OTHER_COLOURS = ("#98c379", "#e5c07b", "#c678dd", "#56b6c2", "#d19a66")
@@ -32,7 +33,9 @@ class QtRoofline(QWidget):
         super().__init__(parent)
         self.setObjectName("roofline")
         self.roofline: Roofline | None = None
-        self.plot = pg.PlotWidget()  # (the theme sets pyqtgraph's default background and restyles plots)
+        # (the theme sets pyqtgraph's default background and restyles plots; the axes draw the grid
+        # as one image each: pyqtgraph's line-by-line grid was most of a kernel's plot paint)
+        self.plot = pg.PlotWidget(axisItems={"left": StripGridAxis("left"), "bottom": StripGridAxis("bottom")})
         self.plot.setObjectName("roofline-plot")
         self.plot.setLogMode(x=True, y=True)
         self.plot.showGrid(x=True, y=True, alpha=0.25)
