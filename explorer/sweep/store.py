@@ -13,6 +13,7 @@ is reused when it is that configuration's own (explorer.sweep.traces), else left
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -27,6 +28,7 @@ from explorer.sweep.task import SWEEP_FILE
 from simcore.atomic import atomic_path
 from simcore.errors import UserError
 from simcore.trace.schema import META_FILE
+from simcore.trace.target import check_not_in_trace
 
 FORMAT = "trnx-sweep"
 TRACES = "traces"
@@ -115,18 +117,27 @@ class SweepDir:
             return sweep, done
         if spec is None:
             raise UserError(f"{p} holds no sweep to resume; give the options and --grid to start one.")
+        made = False
         if p.is_dir():
             if any(p.iterdir()):
                 raise UserError(f"{p} is not empty and holds no sweep; choose a new or empty directory (-o).")
         elif not p.parent.is_dir():
             raise UserError(f"cannot create {p}: directory {p.parent} does not exist.")
         else:
+            check_not_in_trace(p)  # before the directory is made: nothing is ever left inside a trace
             try:
                 p.mkdir()
             except FileExistsError:
                 raise UserError(f"{p} appeared while the sweep was starting; choose another -o.") from None
+            made = True
         sweep = cls(p, spec, uuid.uuid4().hex, keep_traces)
-        sweep._write_sweep_file(overwrite=False)
+        try:
+            sweep._write_sweep_file(overwrite=False)
+        except BaseException:
+            if made:  # the empty directory this call made, and only if still empty
+                with contextlib.suppress(OSError):
+                    p.rmdir()
+            raise
         return sweep, []
 
     def _write_sweep_file(self, overwrite: bool) -> None:

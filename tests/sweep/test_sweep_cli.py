@@ -216,3 +216,18 @@ def test_resume_reuses_a_kept_trace_whose_row_was_lost_and_never_replaces_anythi
     assert run.rows[2]["reason"] == f"{mine} exists and is not this configuration's trace; it was left alone (move " \
                                     "it away and --resume)."
     assert (mine / "notes.txt").read_text() == "not a trace" and len(list(mine.iterdir())) == 1
+
+
+def test_a_sweep_directory_inside_a_trace_is_refused_and_nothing_is_left_in_the_trace(tmp_path):
+    """-o inside a trace directory is one sentence before anything is made: the sweep directory used to
+    be created first and left behind in the trace when the sweep file's write was refused, which then
+    made `trnx capture --overwrite` refuse that trace as holding something trnx did not write."""
+    from clirun import one_sentence
+    from clirun import trnx as trnx_in_process
+    from model.timeline_traces import write_timeline_trace
+
+    trace = write_timeline_trace(tmp_path / "run.trnx")
+    before = sorted(p.name for p in trace.iterdir())
+    code, _, err = trnx_in_process("sweep", *START, "-o", trace / "sweep")
+    assert code == 2 and "inside the trace" in one_sentence(err), err
+    assert sorted(p.name for p in trace.iterdir()) == before
