@@ -77,3 +77,16 @@ def test_bad_arguments_exit_2_without_traceback(tiny, tmp_path, args, message):
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("fmt, out", [("chrome-json", "x.json"), ("perfetto", "x.perfetto-trace"),
+                                      ("neuron-explorer", "x-profile")])
+def test_table_with_a_whole_timeline_format_is_refused_not_ignored(tiny, tmp_path, fmt, out):
+    """--table names the one table parquet and csv write; the timeline formats write every table, so
+    --table kernels with them exported all 38,034 events of a sample instead of its kernels, silently."""
+    from clirun import one_sentence
+    from clirun import trnx as trnx_in_process
+
+    code, _, err = trnx_in_process("export", tiny, "--table", "kernels", "--format", fmt, "-o", tmp_path / out)
+    assert code == 2 and "--table" in one_sentence(err) and "--range" in err, err
+    assert not (tmp_path / out).exists()
