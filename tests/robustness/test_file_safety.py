@@ -210,7 +210,8 @@ def test_export_with_overwrite_never_replaces_a_directory_or_a_symlink(trnx, sma
     (tmp_path / "link").symlink_to("target.txt")
     before = tree(tmp_path)
     for out, why in ((tmp_path / "dir", "directory"), (tmp_path / "link", "symbolic link")):
-        code, _, err = trnx("export", small, "--table", "tracks", "--format", fmt, "-o", out, "--overwrite")
+        table = ["--table", "tracks"] if fmt in ("csv", "parquet") else []  # (the others write every table)
+        code, _, err = trnx("export", small, *table, "--format", fmt, "-o", out, "--overwrite")
         sentence = one_sentence(err)
         assert code == 2 and (why in sentence or "already exists" in sentence), sentence
     assert tree(tmp_path) == before
