@@ -66,8 +66,8 @@ anything else (your notes) is refused with one sentence and left as it was. Ever
 written to a hidden temporary beside it and renamed into place when complete, with a rename
 that never replaces what appeared at the path meanwhile: of two commands writing one path,
 one wins and the other fails with one sentence. Nothing is ever written inside a trace
-directory (`trnx export -o run.trnx/x.csv` is refused), and `trnx export` replaces an existing
-file only with `--overwrite`. Hidden temporaries a killed process left (`.NAME.trnx-tmp-*`)
+directory (`trnx export -o run.trnx/x.csv` is refused), and `trnx export`, `trnx query -o` and
+`trnx view --screenshot` replace an existing file only with `--overwrite`. Hidden temporaries a killed process left (`.NAME.trnx-tmp-*`)
 are removed by the next write into that directory. The rules in full are in
 docs/trace-format.md, "File safety"."""
 
