@@ -1,5 +1,5 @@
 """bench/capture_phases.py, which splits a capture's main-thread CPU by function: the capture runs and
-writes its trace as `trnx capture` does, and the split names the functions the time went to."""
+writes its trace as `trnx capture` does, and the split names the functions the CPU and wall time went to."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def test_a_capture_runs_and_its_main_thread_time_is_split_by_function(tmp_path):
     assert (out / "meta.json").exists()
     lines = proc.stderr.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("PHASES wall "))
-    split = {line[:32].strip(): float(line[32:]) for line in lines[head + 1:] if line.startswith("  ")}
+    assert lines[head + 1].split() == ["cpu", "wall"]
+    split = {line[:32].strip(): [float(x) for x in line[32:].split()] for line in lines[head + 2:] if line.startswith("  ")}
     assert {"main thread", "imports", "schedule_window", "track_rows"} <= set(split), split
-    assert 0 < split["schedule_window"] < split["main thread"]
+    assert 0 < split["schedule_window"][0] < split["main thread"][0]
+    assert split["main thread"][1] >= split["schedule_window"][1] > 0  # wall: the thread's whole run, and the part

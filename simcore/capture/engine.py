@@ -104,7 +104,8 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
     """Simulate and write the trace atomically (cancel or failure leaves nothing at `out_path`).
 
     `runner` (multi-chip captures) runs the chip simulations: see simcore.capture.multichip.runner.
-    `observer` sees every batch written (TraceWriter.observer)."""
+    `observer` sees every batch written (TraceWriter.observer); one with a `writing_to(writer)` method
+    is given the writer first (explorer's index recorder: its file goes inside the trace)."""
     meta = {
         "hardware": dict(res.hw.meta, chips=res.chips),
         "workload": res.workload.meta(),
@@ -117,6 +118,9 @@ def capture_to(res: Resolved, out_path: str | os.PathLike[str], progress: Progre
         collective_meta(res, meta)
     writer = TraceWriter(out_path, meta, compression=compression, overwrite=res.config.overwrite)
     writer.observer = observer
+    writing_to = getattr(observer, "writing_to", None)
+    if writing_to is not None:  # (the timeline's index recorder writes its file inside the trace)
+        writing_to(writer)
     if res.multichip is not None:
         with writer:  # committed when the block succeeds, aborted (nothing left) when it raises
             capture_multichip(res, writer, progress, cancel, runner)

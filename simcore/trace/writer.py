@@ -232,6 +232,9 @@ class TraceWriter(CommitOrAbort):
     """
 
     observer: Callable[[str, int | None, pa.RecordBatch], None] | None = None
+    finishing: Callable[[Path], None] | None = None
+    """Called by `close` with the trace's temporary directory once every table file and meta.json
+    are written, just before it is moved into place: the last bytes of the companions (`companion`)."""
 
     def __init__(
         self,
@@ -332,6 +335,17 @@ class TraceWriter(CommitOrAbort):
             return table + S.TABLE_SUFFIX
         return f"{table}/{S.PARTITION_KEY}={int(chip)}/part-0{S.TABLE_SUFFIX}"
 
+    def companion(self, name: str) -> Path:
+        """Where to write one of the trace format's disposable files (schema.DISPOSABLE_FILES: the
+        timeline's index) while the trace is written: inside its temporary directory, so `close`
+        moves it into place with the trace and `abort` removes it with the trace."""
+        if name not in S.DISPOSABLE_FILES:
+            raise ValueError(f"{name} is not one of the trace format's disposable files")
+        if self._closed:
+            raise RuntimeError("trace writer is closed")
+        self._tmp.mkdir(exist_ok=True)
+        return self._tmp / name
+
     # -- finishing ---------------------------------------------------------------
     def close(self) -> Path:
         """Finish every file, write meta.json and move the trace into place."""
@@ -347,6 +361,8 @@ class TraceWriter(CommitOrAbort):
                 f.close()
             meta = self._final_meta()  # waits for the files' checksums
             (self._tmp / S.META_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+            if self.finishing is not None:
+                self.finishing(self._tmp)
             self._move_into_place()
         except BaseException:
             self.abort()

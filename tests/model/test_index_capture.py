@@ -3,11 +3,17 @@ index building the trace would give (same runs, disjointness, prefix sums and co
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from model.timeline_traces import HARDWARE, timeline_tables
+
+import clirun
 
 from explorer.cli.main import cli
 from explorer.model.timeline import index_cache, index_capture
@@ -265,3 +271,84 @@ def _linux_at_least(major: int, minor: int) -> bool:
         return False
     parts = platform.release().split(".")
     return (int(parts[0]), int(parts[1].split("-")[0])) >= (major, minor)
+
+
+def _write_attached(path, order: list[tuple[str, int, int]], tables: dict) -> IndexRecorder:
+    """Write `tables` as a capture does, the recorder given the writer (its prefix sums go into the
+    trace's file as they are computed), batches in `order`: (table, first row, end row)."""
+    rec = IndexRecorder()
+    w = TraceWriter(path, {"hardware": HARDWARE, "workload": {"name": "tiny-llm", "kind": "model"}})
+    w.observer = rec
+    rec.writing_to(w)
+    with w:
+        for name, data in tables.items():
+            if not any(name == o[0] for o in order):
+                w.write(name, data)
+        for name, lo, hi in order:
+            w.write(name, _rows(tables[name], lo, hi))
+    return rec
+
+
+@pytest.mark.parametrize("order", [
+    [("instructions", 0, 37), ("instructions", 37, 1000), ("dma", 0, 6), ("dma", 6, 10)],
+    # rows of a table after another's: its sums written so far are read back and go on in memory
+    [("instructions", 0, 500), ("dma", 0, 6), ("instructions", 500, 1000), ("dma", 6, 10)],
+])
+def test_an_index_written_into_the_trace_as_it_is_written_is_the_built_one(tmp_path, order):
+    path = tmp_path / "t.trnx"
+    n = len(timeline_tables()["instructions"]["dur_ns"])
+    order = [(t, lo, min(hi, n)) for t, lo, hi in order]
+    rec = _write_attached(path, order, _overlapping_tables())
+    assert rec.saved is True and rec.save(path)  # saved by the writer's close, before the trace appeared
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.trnx"]
+    trace = open_trace(path)
+    opened = TraceIndex.open(trace)
+    assert opened.saved is not None and opened.validated
+    _same(opened, TraceIndex.build(trace))
+
+
+def test_an_index_header_too_big_for_its_room_is_written_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(index_cache, "HEADER_ROOM", 64)
+    path = tmp_path / "t.trnx"
+    rec = _write_attached(path, [("instructions", 0, 500), ("instructions", 500, 1000)], _overlapping_tables())
+    assert rec.saved is True
+    assert sorted(p.name for p in path.iterdir() if p.name.startswith(".")) == []
+    _same(TraceIndex.open(open_trace(path)), TraceIndex.build(open_trace(path)))
+
+
+def test_the_trace_appears_with_its_index(tmp_path, monkeypatch):
+    """A capture's index is complete inside the trace's temporary directory before the trace is moved
+    into place: no moment where the trace is there and its index is not (or half-written)."""
+    from simcore.trace import writer
+
+    seen = []
+    real = writer.TraceWriter._move_into_place
+
+    def move(self):
+        seen.append(index_cache.load(open_trace(self._tmp, validate=False)))
+        real(self)
+    monkeypatch.setattr(writer.TraceWriter, "_move_into_place", move)
+    out = tmp_path / "cap.trnx"
+    res = CliRunner().invoke(cli, ["capture", "-w", "llama3.1-8b", "--phase", "prefill", "--seq", "512", "--layers", "1",
+                                   "--cores", "0,3", "-q", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert len(seen) == 1 and seen[0] is not None and seen[0].info["validated"] is True
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cap.trnx"]
+    _same(TraceIndex.open(open_trace(out)), TraceIndex.build(open_trace(out)))
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signals reach only the main thread")
+def test_sigterm_while_the_index_is_finished_leaves_nothing(tmp_path, monkeypatch):
+    """The index's last bytes are written as the trace is closed: a SIGTERM then removes the trace,
+    index and all (exit 143, one sentence), as at any other moment of the capture."""
+    real = index_capture._index_small_tables
+
+    def small(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(*args)
+    monkeypatch.setattr(index_capture, "_index_small_tables", small)
+    code, _, err = clirun.trnx("capture", "-w", "llama3.1-8b", "--phase", "prefill", "--seq", "512", "--layers", "1",
+                               "--cores", "0,3", "-q", "-o", tmp_path / "cap.trnx")
+    assert code == 143, err
+    assert err.strip() == "trnx: terminated (SIGTERM); nothing half-written was left behind."
+    assert list(tmp_path.iterdir()) == []

@@ -119,6 +119,124 @@ def save(trace: Trace, arrays: dict[str, np.ndarray | list[np.ndarray]], info: d
         return False
 
 
+HEADER_ROOM = (64 << 10) - len(MAGIC) - 8
+"""The header's bytes in a spooled index file (padded with JSON whitespace): its arrays are written
+from byte 64 KiB on before the header is known."""
+
+
+class Spool:
+    """An index file written while its trace is: the big arrays (a table's prefix sums, 8 bytes an
+    event) go to the file as they are computed, instead of into memory to be written after the
+    trace, on the path to the capture's end; `finish` adds the small arrays and the header.
+
+    The file starts without MAGIC (zeros) until `finish` writes the header last, so until then
+    it is no index to `load`; it lives in the temporary directory of the trace being written
+    (TraceWriter.companion), so it appears with the trace and goes with it if the write fails.
+    Each array is appended in one run of chunks; `append` returns False for an array whose run
+    was ended by another's (the caller then keeps that one in memory: `read`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.data = _align(len(MAGIC) + 8 + HEADER_ROOM)
+        self.end = 0  # from `data`
+        self.placed: dict[str, list] = {}  # name -> [offset from data, dtype, items]
+        self._open: str | None = None  # the array whose run is the last
+
+    def append(self, name: str, chunk: np.ndarray) -> bool:
+        """Write `chunk` after what `name` holds; False (nothing written) when another array's run
+        came after `name`'s."""
+        at = self.placed.get(name)
+        if at is None:
+            self.end = _align(self.end)
+            at = self.placed[name] = [self.end, np.dtype(chunk.dtype).newbyteorder("<").str, 0]
+        elif self._open != name:
+            return False
+        self._open = name
+        _pwrite_all(self._fd, np.ascontiguousarray(chunk, dtype=np.dtype(at[1])), self.data + self.end)
+        self.end += chunk.nbytes
+        at[2] += int(chunk.size)
+        return True
+
+    def read(self, name: str) -> np.ndarray:
+        """What `name` holds, read back into memory."""
+        offset, dtype, items = self.placed.pop(name)
+        out = np.empty(items, np.dtype(dtype))
+        if out.nbytes:
+            view = memoryview(out).cast("B")
+            got = 0
+            while got < len(view):
+                n = os.preadv(self._fd, [view[got:]], self.data + offset + got)
+                if n <= 0:
+                    raise OSError(f"{self.path}: short read")
+                got += n
+        return out
+
+    def finish(self, trace: Trace, arrays: dict[str, np.ndarray | list[np.ndarray] | None],
+               info: dict[str, Any]) -> bool:
+        """Complete the file as the index of `trace`: `arrays` in this order (as `save` takes them),
+        None for one this spool holds; False (the file removed) when it cannot be written. A header
+        too big for its room makes a new file (`save`), the spooled arrays copied into it."""
+        try:
+            layout: dict[str, list] = {}
+            end = self.end
+            for name, a in arrays.items():
+                if a is None:
+                    layout[name] = self.placed[name]
+                    continue
+                parts = a if isinstance(a, list) else [a]
+                end = _align(end)
+                layout[name] = [end, np.dtype(parts[0].dtype).newbyteorder("<").str, sum(int(c.size) for c in parts)]
+                for c in parts:
+                    _pwrite_all(self._fd, np.ascontiguousarray(c, dtype=np.dtype(layout[name][1])), self.data + end)
+                    end += c.nbytes
+            header = json.dumps({"format": FORMAT, "version": VERSION, "stamp": stamp(trace), "info": info,
+                                 "arrays": layout}).encode("utf-8")
+            if len(header) > HEADER_ROOM:
+                mapped = np.memmap(self.path, np.uint8, "r")
+                whole = {n: mapped[self.data + o:self.data + o + k * np.dtype(d).itemsize].view(d)
+                         if a is None else a for (n, a), (o, d, k) in zip(arrays.items(), layout.values())}
+                if save(trace, whole, info):  # (renamed over this file)
+                    return True
+                self.discard()
+                return False
+            os.ftruncate(self._fd, self.data + _align(end))
+            _pwrite_all(self._fd, MAGIC + struct.pack("<Q", HEADER_ROOM) + header.ljust(HEADER_ROOM), 0)
+            return True
+        except (OSError, ValueError, TypeError, UserError):
+            self.discard()
+            return False
+        finally:
+            self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:  # a trace whose write failed took the file with it; the descriptor goes too
+        self.close()
+
+    def discard(self) -> None:
+        """Close and remove the file."""
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _pwrite_all(fd: int, data: Any, offset: int) -> None:
+    view = memoryview(data).cast("B")
+    done = 0
+    while done < len(view):
+        done += os.pwrite(fd, view[done:], offset + done)
+
+
 @contextmanager
 def companion_path(trace_dir: Path, name: str) -> Iterator[Path]:
     """Write one of the tool's disposable files (`schema.DISPOSABLE_FILES`) inside a trace

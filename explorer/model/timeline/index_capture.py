@@ -29,8 +29,10 @@ CPU against ~3.5 s), without the row checks, which the window runs after its fir
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -135,6 +137,8 @@ class _Table:
     def __init__(self, name: str, rows: int | None = None, reserved: scan_ahead.Reserved | None = None) -> None:
         self.name = name
         self.rows = 0
+        self.spool: index_cache.Spool | None = None  # takes the prefix sums as they are computed (a capture's)
+        self._buf = np.empty(0, np.int64)  # (their memory then, reused batch after batch)
         # the prefix sums: one array when the table's rows are known (`scan`), else a chunk a batch
         self.whole_cum = None
         if rows is not None:
@@ -157,8 +161,12 @@ class _Table:
             if self.rows + n + 1 > len(self.whole_cum):
                 return f"{self.name}: more rows than the table has"
             cum, carry = self.whole_cum[self.rows + 1:self.rows + 1 + n], int(self.whole_cum[self.rows])
+        elif self.spool is not None:
+            if len(self._buf) < n:
+                self._buf = np.empty(n, np.int64)
+            cum, carry = self._buf[:n], self.carry
         else:
-            cum, carry = np.empty(n, np.int64), int(self.cum[-1][-1])
+            cum, carry = np.empty(n, np.int64), self.carry
         return self.take(batch, self.compiled_pass(batch, cum, carry), cum)
 
     def compiled_pass(self, batch: pa.RecordBatch, cum: np.ndarray, carry: int) -> _Pass:
@@ -201,17 +209,36 @@ class _Table:
             if pa.types.is_dictionary(col.type):                  # back, are its last batch's)
                 self.vocab[name] = max(self.vocab.get(name, 0), len(col.dictionary))
         if self.whole_cum is None:
-            self.cum.append(cum)
+            self._keep(cum)
         self.rows += len(t)
         self.usage.add(p.count, p.time)
         return None
 
-    def arrays(self) -> dict[str, np.ndarray | list[np.ndarray]]:
+    @property
+    def carry(self) -> int:
+        """The busy time before the next row."""
+        return self._carry if self.rows else 0
+
+    def _keep(self, cum: np.ndarray) -> None:
+        """This batch's prefix sums: to the spool, else (or once another table's sums went to the
+        spool after this one's: rows written interleaved) into memory."""
+        self._carry = int(cum[-1])
+        key = f"{self.name}.cum"
+        if self.spool is not None:
+            if self.rows == 0:
+                self.spool.append(key, self.cum[0])  # (the leading 0)
+            if self.spool.append(key, cum):
+                return
+            self.cum, self.spool = [self.spool.read(key)], None
+        self.cum.append(cum.copy() if cum.base is self._buf else cum)
+
+    def arrays(self) -> dict[str, np.ndarray | list[np.ndarray] | None]:
+        """The index's arrays of this table (None: the prefix sums are in the spool)."""
         return {f"{self.name}.run_track": np.array(self.run_track, np.int64),
                 f"{self.name}.run_lo": np.array(self.run_lo, np.int64),
                 f"{self.name}.disjoint": np.array(self.disjoint, bool),
-                f"{self.name}.cum": self.cum if self.whole_cum is None else self.whole_cum}  # (chunks: written
-        # one after another)
+                f"{self.name}.cum": None if self.spool is not None and f"{self.name}.cum" in self.spool.placed else
+                self.cum if self.whole_cum is None else self.whole_cum}  # (chunks: written one after another)
 
     def opcode_usage(self, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
         """(count, time) per local category of `colour_codes.sources(..., "opcode")`: the final
@@ -224,11 +251,20 @@ class _Table:
 
 
 class IndexRecorder:
-    """A TraceWriter observer (`writer.observer = recorder`); `save(path)` once the trace is written."""
+    """A TraceWriter observer (`writer.observer = recorder`); `save(path)` once the trace is written.
+
+    Given the writer (`writing_to`, as simcore.capture does), the recorder writes the index into the
+    trace being written: the prefix sums as each batch is observed (the writer's prepare thread,
+    beside the simulation, instead of ~0.7 GB written after a 100M-event trace), the rest when the
+    writer closes, before the trace is moved into place, so the trace appears with its index and a
+    write that fails takes both."""
 
     def __init__(self) -> None:
         self.tables = {name: _Table(name) for name in RECORDED}
         self.gave_up: str | None = None
+        self._companion: Callable[[str], Path] | None = None  # the writer's, once `writing_to` gave it
+        self._spool: index_cache.Spool | None = None
+        self.saved: bool | None = None  # what the save inside the writer's close gave
         self.n_tracks: int | None = None  # the tracks table's rows, once written
         self.unchecked: str | None = None  # why the recorded rows are not all checked (None: they are)
         self.checked_rows = dict.fromkeys(CHECKED_ONLY, 0)  # rows of those tables seen (all checked if unchecked is None)
@@ -249,6 +285,8 @@ class IndexRecorder:
         if chip is not None:
             self.gave_up = f"{table} is partitioned per chip"
             return
+        if self._companion is not None:
+            self._open_spool()
         self.gave_up = self.tables[table].add(batch)
         if self.gave_up is None and self.unchecked is None:
             self._check(table, batch)
@@ -276,15 +314,41 @@ class IndexRecorder:
         except TraceFormatError as exc:
             self.unchecked = str(exc)
 
+    def writing_to(self, writer: Any) -> None:
+        """Write the index inside the trace `writer` (a TraceWriter) writes: its prefix sums as they
+        are computed, the rest just before the trace is moved into place (`writer.finishing`)."""
+        self._companion = writer.companion
+        writer.finishing = self._finish
+
+    def _open_spool(self) -> None:
+        """(First recorded batch.) The index file inside the trace being written, for the prefix sums."""
+        companion, self._companion = self._companion, None
+        try:
+            self._spool = index_cache.Spool(companion(index_cache.CACHE_FILE))
+        except OSError:  # the sums stay in memory, and the index is saved as without the writer
+            return
+        for t in self.tables.values():
+            t.spool = self._spool
+
+    def _finish(self, directory: Path) -> None:
+        self.saved = self.save(directory)
+
     def save(self, path: str | Path) -> bool:
         """Write the index into the trace at `path`; False when it was not worth it (under
-        SAVE_MIN_EVENTS events), the recorder gave up, or the directory refused the file."""
-        if self.gave_up is not None or not any(t.rows for t in self.tables.values()):
-            return False
+        SAVE_MIN_EVENTS events), the recorder gave up, or the directory refused the file. Once
+        the writer's close saved it (`writing_to`), what that gave."""
+        if self.saved is not None:
+            return self.saved
         try:
+            if self.gave_up is not None or not any(t.rows for t in self.tables.values()):
+                return False
             return self._save(path)
         except (UserError, OSError):  # not there, not readable, a table the index refuses: it is only a cache
             return False
+        finally:
+            spool, self._spool = self._spool, None
+            if spool is not None and not spool.closed:  # not finished: never left half-written
+                spool.discard()
 
     def _save(self, path: str | Path) -> bool:
         trace = open_trace(path, validate=False, checksums=False)  # the writer hashed these bytes as it wrote them
@@ -302,7 +366,10 @@ class IndexRecorder:
             count, time = t.opcode_usage(sizes)
             usage[name] = [count.tolist(), time.tolist()]
         _index_small_tables(trace, arrays, usage)
-        return index_cache.save(trace, _ordered(arrays), {"validated": self._validate(trace), "usage": {"opcode": usage}})
+        info = {"validated": self._validate(trace), "usage": {"opcode": usage}}
+        if self._spool is not None:
+            return self._spool.finish(trace, _ordered(arrays), info)
+        return index_cache.save(trace, _ordered(arrays), info)
 
     def _validate(self, trace) -> bool:
         """The whole trace validates, the recorded tables' rows checked as they were written."""
