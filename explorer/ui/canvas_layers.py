@@ -151,12 +151,14 @@ class RowsLayer(Layer):
 
     def __init__(self) -> None:
         self._text_widths: dict[str, int] = {}
+        self._elided: dict[tuple[str, int], str] = {}  # (name, width) -> the name elided to it
 
     def bounds(self, f: Frame) -> QRect:
         return QRect(0, 0, f.width, f.height)
 
     def invalidate(self) -> None:
         self._text_widths.clear()
+        self._elided.clear()
 
     def paint(self, p: QPainter, f: Frame) -> None:
         edges = f.edges()
@@ -196,13 +198,10 @@ class RowsLayer(Layer):
         if lanes:
             # every row's pixels at once: coverage fraction and the category under each pixel
             frac, last = fractions_many([lane.coverage for _, lane in lanes], edges)
-            code = np.zeros(last.shape, dtype=np.int32)
             for i, (_, lane) in enumerate(lanes):
                 if not lane.disjoint:  # coverage runs are merged: find the colour in the events
                     last[i] = last_started(lane.start, edges)
-                if lane.count:
-                    codes = colours.codes[lane.events.name]
-                    code[i] = codes[lane.lo + np.clip(last[i], 0, lane.count - 1)]
+            code = self._lane_codes([lane for _, lane in lanes], last, colours)
             if P.COVERAGE_GAMMA != 1.0:
                 frac = frac ** P.COVERAGE_GAMMA
             if HAVE_NUMBA and compiled_loops():  # the same float32 blend, one compiled pass
@@ -224,6 +223,24 @@ class RowsLayer(Layer):
                 sparse.append((g, lane, a, b))
         if sparse:
             self._paint_rects(p, f, sparse)
+
+    @staticmethod
+    def _lane_codes(lanes: list, last: np.ndarray, colours) -> np.ndarray:
+        """The colour code of the interval `last[i]` names at each pixel of row i (0 for an
+        empty lane): one lookup per table for all its rows, their lanes in row order so the
+        positions asked ascend (each chunk of the trace read as one stretch), instead of one per row."""
+        code = np.zeros(last.shape, dtype=np.int32)
+        by_table: dict[str, list[int]] = {}
+        for i, lane in enumerate(lanes):
+            if lane.count:
+                by_table.setdefault(lane.events.name, []).append(i)
+        for name, rows in by_table.items():
+            rows.sort(key=lambda i: lanes[i].lo)
+            lo = np.array([lanes[i].lo for i in rows], dtype=np.int64)[:, None]
+            top = np.array([lanes[i].count - 1 for i in rows], dtype=np.int64)[:, None]
+            pos = lo + np.minimum(np.maximum(last[rows], 0), top)
+            code[rows] = colours.codes[name][pos.ravel()].reshape(pos.shape)
+        return code
 
     @staticmethod
     def _paint_folded_summaries(f: Frame, out: np.ndarray, folded: list[RowGeom], edges: np.ndarray) -> None:
@@ -308,7 +325,15 @@ class RowsLayer(Layer):
                 if width is None:
                     width = self._text_widths[name] = fm.horizontalAdvance(name)
                 avail = rects[k, 2] - 6
-                text = name if width <= avail else fm.elidedText(name, Qt.ElideRight, int(avail))
+                if width <= avail:
+                    text = name
+                else:  # (a zoom walk elides the same names to the same widths frame after frame)
+                    key = (name, int(avail))
+                    text = self._elided.get(key)
+                    if text is None:
+                        if len(self._elided) > 20_000:
+                            self._elided.clear()
+                        text = self._elided[key] = fm.elidedText(name, Qt.ElideRight, int(avail))
                 p.drawText(QRectF(rects[k, 0] + 3, rects[k, 1], avail, rects[k, 3]), Qt.AlignVCenter | Qt.AlignLeft, text)
 
     @staticmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRect, QRectF, Qt
+from PySide6.QtCore import QLineF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
@@ -57,16 +57,23 @@ class TimeRuler(QWidget):
                        f"{format_ns(vp.width)} visible")
             p.setClipRect(QRect(GUTTER, 0, w - GUTTER, h))
             step = self.step()
+            t0, px = vp.t0, self.canvas.px_per_ns()  # (x_of, without its lookups per tick)
+            major, minor = [], []
+            p.setPen(P.TEXT)
             for t in self.tick_times():
-                x = self.canvas.x_of(t)
-                p.setPen(QPen(P.TEXT_DIM, 1))
-                p.drawLine(QPointF(x, h - 8), QPointF(x, h))
-                p.setPen(P.TEXT)
+                x = GUTTER + (t - t0) * px
+                major.append(QLineF(x, h - 8, x, h))
                 p.drawText(QRectF(x + 3, 0, TICK_PX, h - 6), Qt.AlignVCenter | Qt.AlignLeft, tick_label(t - st.origin, step))
                 for k in range(1, 5):  # minor ticks
-                    xm = self.canvas.x_of(t + k * step / 5)
-                    p.setPen(QPen(P.GRID, 1))
-                    p.drawLine(QPointF(xm, h - 4), QPointF(xm, h))
+                    xm = GUTTER + (t + k * step / 5 - t0) * px
+                    minor.append(QLineF(xm, h - 4, xm, h))
+            # the tick lines after the labels, each kind in one call: no line crosses a label's
+            # pixels (labels end 6 px above the bottom; ticks start 8 and 4 px above it, right of
+            # their own label's start and at least TICK_PX from the next), so the picture is the same
+            p.setPen(QPen(P.TEXT_DIM, 1))
+            p.drawLines(major)
+            p.setPen(QPen(P.GRID, 1))
+            p.drawLines(minor)
             area = st.area
             if area is not None:
                 xa, xb = self.canvas.x_of(area.t0), self.canvas.x_of(area.t1)

@@ -85,3 +85,22 @@ def test_the_compiled_pixel_loops_paint_what_numpy_painted(window, qtbot, monkey
                 m.setattr(counter_bins, "HAVE_NUMBA", compiled)
                 shots.append([_fresh(c) for c in (tl.canvas, tl.counter_canvas)])
         assert shots[0] == shots[1]
+
+
+def test_the_rows_colour_codes_are_each_lanes_own_looked_up_at_once(window):
+    """The colours under each pixel of all rows come from one lookup per table: the codes a lookup
+    per row gives, whatever order the rows are shown in (reversed here) and for empty lanes."""
+    import numpy as np
+
+    from explorer.ui.canvas_layers import RowsLayer
+
+    index = window.loaded.index
+    colours = window.timeline.state.colour_codes
+    lanes = list(index.lanes.values())[::-1]
+    rng = np.random.default_rng(3)
+    last = np.sort(rng.integers(-3, max(ln.count for ln in lanes) + 3, size=(len(lanes), 257)), axis=1)
+    got = RowsLayer._lane_codes(lanes, last, colours)
+    for i, lane in enumerate(lanes):
+        want = colours.codes[lane.events.name][lane.lo + np.clip(last[i], 0, lane.count - 1)] if lane.count else 0
+        assert np.array_equal(got[i], want), lane.track.name
+    assert {ln.events.name for ln in lanes} >= {"instructions", "dma"}
