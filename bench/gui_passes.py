@@ -13,12 +13,16 @@ pass, of the worst pass, of the worst pass after the first (the first repaints t
 the new place; the later ones are the panels following it), and of all of them. A pass is what a user waits through
 before the window answers again, and its CPU time hardly depends on what else the machine
 runs, where `tools_gui.py`'s wall-clock gaps, on a shared 2-core machine, are mostly the load.
+Beside the CPU, each action reports its longest pass's wall time and that pass's CPU (a pass far
+longer than its CPU waited: for a core, or for the GIL a worker held), and `--stalls MS` samples
+every thread's stack while a pass has lasted over MS and reports the commonest.
 `--root` runs another checkout's `explorer` (the same bench on the code before a change).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import time
@@ -43,11 +47,15 @@ def main(argv: list[str] | None = None) -> dict:
                          "workers' answers come late)")
     ap.add_argument("--settle", type=float, default=2.0,
                     help="seconds of the event loop run before each action, for the previous one's trailing work")
+    ap.add_argument("--stalls", type=float, default=0.0, metavar="MS",
+                    help="sample every thread's stack while a pass has run longer than MS of wall time, and "
+                         "report the most frequent stacks of the GUI thread and of the others")
     args = ap.parse_args(argv)
     from gui_window import open_analysed
 
     app, w, spin = open_analysed(args.trace, args.root, settle=args.settle + 1)
     first, links = _links(w)
+    watch = _Watch(args.stalls) if args.stalls else None
     actions = [("select the first instruction", lambda: w.view.select(first))]
     for link in links:
         actions.append((f"deep link {link}", lambda link=link: w.tools.go_to_link(link)))
@@ -59,23 +67,80 @@ def main(argv: list[str] | None = None) -> dict:
         c = time.thread_time()
         act()
         sync = (time.thread_time() - c) * 1e3
-        passes = []
+        passes, walls = [], []
         t = time.perf_counter()
         while time.perf_counter() - t < args.window:
-            c = time.thread_time()
+            c, wall = time.thread_time(), time.perf_counter()
+            if watch is not None:
+                watch.begin()
             app.processEvents()
+            if watch is not None:
+                watch.end()
             passes.append((time.thread_time() - c) * 1e3)
+            walls.append((time.perf_counter() - wall) * 1e3)
             time.sleep(0.002)
         rows.append({"action": name, "call_and_first_pass_ms": round(sync + passes[0], 1),
                      "worst_pass_ms": round(max(passes), 1),
                      # the first pass repaints the timeline at the new place; what the panels do after it:
                      "worst_later_pass_ms": round(max(passes[1:], default=0.0), 1),
-                     "all_passes_ms": round(sync + sum(passes), 1)})
+                     "all_passes_ms": round(sync + sum(passes), 1),
+                     # wall time of the longest pass, with its CPU: a pass far longer than its CPU waited
+                     # (for a core, or for Python's GIL held by a worker in a long C call)
+                     "longest_pass_wall_ms": round(max(walls), 1),
+                     "its_cpu_ms": round(passes[walls.index(max(walls))], 1)})
+        if watch is not None:
+            rows[-1]["stalls"] = watch.report()
         print(json.dumps(rows[-1]), flush=True)
     w.close()
+    if watch is not None:
+        watch.stopped = True
     result = {"trace": str(args.trace), "root": str(args.root), "load_1min": os.getloadavg()[0], "actions": rows}
     print(json.dumps(result))
     return result
+
+
+class _Watch:
+    """Samples every thread's stack each 5 ms while a pass of the event loop has lasted over
+    `late_ms`: where the GUI thread was, and what the other threads ran meanwhile."""
+
+    def __init__(self, late_ms: float) -> None:
+        import threading
+
+        self.late = late_ms / 1e3
+        self.started: float | None = None
+        self.gui = threading.get_ident()
+        self.mine: collections.Counter[str] = collections.Counter()
+        self.others: collections.Counter[str] = collections.Counter()
+        self.stopped = False
+        threading.Thread(target=self._run, daemon=True, name="gui-passes-watch").start()
+
+    def begin(self) -> None:
+        self.started = time.perf_counter()
+
+    def end(self) -> None:
+        self.started = None
+
+    def _run(self) -> None:
+        import sys
+
+        from gui_stall import _where
+
+        me = __import__("threading").get_ident()
+        while not self.stopped:
+            time.sleep(0.005)
+            s = self.started
+            if s is None or time.perf_counter() - s < self.late:
+                continue
+            for ident, frame in sys._current_frames().items():
+                if ident == me:
+                    continue
+                (self.mine if ident == self.gui else self.others)[_where(frame)] += 1
+
+    def report(self) -> dict:
+        out = {"gui": self.mine.most_common(4), "others": self.others.most_common(6)}
+        self.mine.clear()
+        self.others.clear()
+        return out
 
 
 def _links(w) -> tuple[object, list[str]]:
