@@ -90,3 +90,21 @@ def test_table_with_a_whole_timeline_format_is_refused_not_ignored(tiny, tmp_pat
     code, _, err = trnx_in_process("export", tiny, "--table", "kernels", "--format", fmt, "-o", tmp_path / out)
     assert code == 2 and "--table" in one_sentence(err) and "--range" in err, err
     assert not (tmp_path / out).exists()
+
+
+def test_presets_keep_their_columns_however_long_the_names():
+    """Each list's descriptions start in one column: the hardware list's ran into the longer names
+    ('trn3-ultraserver-gen1 8 cores' beside 'trn3     8 cores'), and so did 'reducescatter --shape'."""
+    from clirun import trnx as trnx_in_process
+
+    code, out, _ = trnx_in_process("presets")
+    assert code == 0
+    hw = [line for line in out.splitlines() if " cores, BF16 " in line]
+    assert len(hw) >= 7 and len({line.index(" cores, BF16") - len(line.split()[1]) for line in hw}) == 1
+    chips = [line for line in out.splitlines() if " chips, " in line and line.startswith("   ")]
+    assert chips and {len(line) - len(line.lstrip()) for line in chips} == {hw[0].index(" cores, BF16") - 1}
+    shapes = [line for line in out.splitlines() if "--shape " in line and not line.startswith("micro")]
+    assert len({line.index("--shape") for line in shapes}) == 1
+    import re
+
+    assert len({re.search(r"--shape \S+ +", line).end() for line in shapes}) == 1  # and the help after the shape
