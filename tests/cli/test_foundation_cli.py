@@ -108,3 +108,11 @@ def test_presets_keep_their_columns_however_long_the_names():
     import re
 
     assert len({re.search(r"--shape \S+ +", line).end() for line in shapes}) == 1  # and the help after the shape
+
+
+def test_capture_counts_what_it_wrote_in_words_that_agree(tmp_path):
+    from clirun import trnx as trnx_in_process
+
+    code, out, err = trnx_in_process("capture", "-w", "gemm", "--shape", "256,256,256", "-o", tmp_path / "g.trnx")
+    assert code == 0, err
+    assert ", 1 kernel, " in out and "1 kernels" not in out

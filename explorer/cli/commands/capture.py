@@ -118,6 +118,7 @@ def capture(output: str, compression: str, scheduler: str | None, quiet: bool, *
             runner.close()
     recorder.save(path)
     if not quiet:
+        from explorer.model.units import plural
         from simcore.trace import open_trace
 
         trace = open_trace(path, validate=False)
@@ -126,10 +127,10 @@ def capture(output: str, compression: str, scheduler: str | None, quiet: bool, *
         ranks = trace.meta.get("capture", {}).get("ranks", chips)
         coll = trace.row_count("collectives")
         where = _placement(ranks, chips)
-        extra = f", {coll:,} collective rank-rows" if coll else ""
+        extra = f", {plural(coll, 'collective rank-row')}" if coll else ""
         click.echo(
-            f"wrote {path}: {trace.duration_ns / 1e6:.4g} ms simulated{where}, {trace.row_count('kernels'):,} kernels, "
-            f"{events:,} instruction/DMA events{extra} in {time.perf_counter() - t0:.2f} s"
+            f"wrote {path}: {trace.duration_ns / 1e6:.4g} ms simulated{where}, {plural(trace.row_count('kernels'), 'kernel')}, "
+            f"{plural(events, 'instruction/DMA event')}{extra} in {time.perf_counter() - t0:.2f} s"
         )
 
 
