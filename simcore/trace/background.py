@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +57,15 @@ class BackgroundWriter(CommitOrAbort):
         self._incoming: deque[tuple[str, Any, int | None, int]] = deque()  # to prepare
         self._prepared: deque[tuple[str, pa.RecordBatch, int | None, int]] = deque()  # to write
         self._queued = 0  # bytes in both queues and in the stages' hands
-        self._preparing = False
-        self._writing = False
+        self._busy = 0  # items a stage has taken and not finished
         self._error: BaseException | None = None
         self._stop = False
         self._cond = threading.Condition()
-        self._threads = [threading.Thread(target=self._prepare_loop, name="trace-prepare", daemon=True),
-                         threading.Thread(target=self._write_loop, name="trace-writer", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._stage, args=(self._incoming, self._prepare, self._prepared.append),
+                             name="trace-prepare", daemon=True),
+            threading.Thread(target=self._stage, args=(self._prepared, self._append, self._release),
+                             name="trace-writer", daemon=True)]
         for t in self._threads:
             t.start()
 
@@ -88,7 +90,7 @@ class BackgroundWriter(CommitOrAbort):
     def drain(self) -> None:
         """Wait until every queued write is done."""
         with self._cond:
-            while self._error is None and (self._incoming or self._prepared or self._preparing or self._writing):
+            while self._error is None and (self._incoming or self._prepared or self._busy):
                 self._cond.wait()
             self._raise()
 
@@ -126,56 +128,49 @@ class BackgroundWriter(CommitOrAbort):
         self._incoming.clear()
         self._prepared.clear()
         self._queued = 0
-        self._preparing = self._writing = False
+        self._busy = 0
         self._cond.notify_all()
 
-    def _prepare_loop(self) -> None:
-        w = self.writer
+    def _stage(self, source: deque, work: Callable[[Any], Any], done: Callable[[Any], None]) -> None:
+        """One stage's thread: take `source` first in first out, `work` on each item outside the lock,
+        then `done(result)` under it. An error is kept for the caller and ends the stage."""
         while True:
             with self._cond:
-                while not self._incoming and not self._stop and self._error is None:
+                while not source and not self._stop and self._error is None:
                     self._cond.wait()
                 if self._stop or self._error is not None:
                     return
-                table, data, chip, n = self._incoming.popleft()
-                self._preparing = True
+                item = source.popleft()
+                self._busy += 1
             try:
-                batch = w.prepare(table, data, chip=chip)
-                data = None  # (a column pool's block is free once only the batch refers to it)
-                if batch.num_rows and w.observer is not None:
-                    w.observer(table, chip, batch)
+                result = work(item)
+                item = None  # (a column pool's block is free once no queued or written batch refers to it)
             except BaseException as e:  # raised in the caller's thread by its next call
                 with self._cond:
                     self._fail(e)
                 return
             with self._cond:
-                self._preparing = False
+                self._busy -= 1
                 if self._stop or self._error is not None:
                     return
-                self._prepared.append((table, batch, chip, n))
-                batch = None
+                done(result)
+                result = None
                 self._cond.notify_all()
 
-    def _write_loop(self) -> None:
+    def _prepare(self, item: tuple[str, Any, int | None, int]) -> tuple[str, pa.RecordBatch, int | None, int]:
+        """(trace-prepare) The batch, shown to the observer."""
+        table, data, chip, n = item
         w = self.writer
-        while True:
-            with self._cond:
-                while not self._prepared and not self._stop and self._error is None:
-                    self._cond.wait()
-                if self._stop or self._error is not None:
-                    return
-                table, batch, chip, n = self._prepared.popleft()
-                self._writing = True
-            try:
-                w.append(table, chip, batch, observe=False)
-                batch = None  # (its columns' memory may serve the next rows: simcore/capture/column_pool.py)
-            except BaseException as e:  # raised in the caller's thread by its next call
-                with self._cond:
-                    self._fail(e)
-                return
-            with self._cond:
-                if self._error is not None:
-                    return
-                self._queued -= n
-                self._writing = False
-                self._cond.notify_all()
+        batch = w.prepare(table, data, chip=chip)
+        if batch.num_rows and w.observer is not None:
+            w.observer(table, chip, batch)
+        return table, batch, chip, n
+
+    def _append(self, item: tuple[str, pa.RecordBatch, int | None, int]) -> int:
+        """(trace-writer) The batch written; its bytes leave the queues."""
+        table, batch, chip, n = item
+        self.writer.append(table, chip, batch, observe=False)
+        return n
+
+    def _release(self, n: int) -> None:
+        self._queued -= n
