@@ -26,7 +26,6 @@ from simcore.tempfiles import sibling
 from simcore.trace import schema as S
 from simcore.trace.checksum import ALGORITHM, ALGORITHMS, WrittenFileHasher
 from simcore.trace.commit import CommitOrAbort
-from simcore.trace.pages_ahead import PagesAhead
 from simcore.trace.target import check_target, clean_directory, install
 
 COMPRESSIONS = (None, "lz4", "zstd")
@@ -162,13 +161,12 @@ class _TableFile:
     """One open Arrow IPC file (a table, or one chip's partition of it)."""
 
     def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions, pool: ThreadPoolExecutor,
-                 algorithm: str = ALGORITHM, pages: PagesAhead | None = None) -> None:
+                 algorithm: str = ALGORITHM) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # pyarrow writes natively (no Python call per buffer); the blocks are hashed on `pool`'s
         # threads as they complete, read back from the page cache
         self.sink = pa.OSFile(str(path), mode="wb")
         hasher = None
-        self.ahead = None if pages is None else pages.open(path)  # page-cache pages ready ahead of the writes
         try:
             self.hasher = hasher = WrittenFileHasher(path, pool, algorithm)
             self.writer = ipc.new_file(self.sink, schema, options=options)
@@ -176,18 +174,13 @@ class _TableFile:
             self.sink.close()
             if hasher is not None:
                 hasher.close()
-            if self.ahead is not None:
-                self.ahead.close(None)
             raise
         self.rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         self.writer.write_batch(batch)
         self.rows += batch.num_rows
-        end = self.sink.tell()
-        self.hasher.written(end)
-        if self.ahead is not None:
-            self.ahead.wrote(end)
+        self.hasher.written(self.sink.tell())
 
     def close(self) -> None:
         """Finish the file (its checksum is then being computed: `checksum` waits for it)."""
@@ -196,8 +189,6 @@ class _TableFile:
             size = self.sink.tell()
         finally:
             self.sink.close()
-        if self.ahead is not None:
-            self.ahead.close(size)  # (cut back to what was written)
         self.hasher.finish(size)
 
     def abort(self) -> None:
@@ -209,8 +200,6 @@ class _TableFile:
         finally:
             self.sink.close()
             self.hasher.close()
-            if self.ahead is not None:
-                self.ahead.close(None)
 
     @property
     def checksum(self) -> str:
@@ -279,7 +268,6 @@ class TraceWriter(CommitOrAbort):
         self._closed = False
         # hashes the table files' blocks as they are written (threads start with the first block)
         self._hashing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="trace-hash")
-        self._pages = PagesAhead()  # (its thread starts with the first file past a few MB)
 
     # -- writing -----------------------------------------------------------------
     def write(self, table: str, data: TableData, *, chip: int | None = None) -> None:
@@ -310,7 +298,7 @@ class TraceWriter(CommitOrAbort):
         f = self._files.get(key)
         if f is None:
             f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), S.spec(table).schema,
-                                              self._options, self._hashing, self.checksum_algorithm, self._pages)
+                                              self._options, self._hashing, self.checksum_algorithm)
         if batch.num_rows:
             try:
                 f.write(batch)
@@ -379,7 +367,6 @@ class TraceWriter(CommitOrAbort):
         except BaseException:
             self.abort()
             raise
-        self._pages.close()
         self._hashing.shutdown()
         self._closed = True
         return self.path
@@ -423,7 +410,6 @@ class TraceWriter(CommitOrAbort):
             except Exception:  # already failing; the directory goes anyway
                 pass
         self._files.clear()
-        self._pages.close()
         self._hashing.shutdown(cancel_futures=True)
         shutil.rmtree(self._tmp, ignore_errors=True)
         self._closed = True
