@@ -24,7 +24,7 @@ import pandas as pd
 
 from explorer.model.analysis.hierarchy import Hierarchy
 from explorer.model.analysis.metrics import METRICS
-from explorer.model.analysis.name_diff import is_measured, name_deltas
+from explorer.model.analysis.name_diff import is_measured, name_deltas, outer_merge
 from explorer.model.columns import num, strings
 from explorer.model.tracks import ENGINES, Tracks
 from explorer.model.scope import Scope
@@ -198,7 +198,7 @@ def op_keys(h: Hierarchy) -> pd.DataFrame:
 
 
 def op_deltas(ka: pd.DataFrame, kb: pd.DataFrame) -> pd.DataFrame:
-    m = ka.merge(kb, on="key", how="outer", suffixes=("_a", "_b"), indicator=True)
+    m = outer_merge(ka, kb, "key")
     out = pd.DataFrame({
         "key": m["key"],
         "path": m["path_a"].fillna(m["path_b"]),
@@ -251,7 +251,7 @@ def _kernel_groups(h: Hierarchy, keys: pd.DataFrame, scope: Scope | None = None)
 
 
 def kernel_deltas(ga: pd.DataFrame, gb: pd.DataFrame) -> pd.DataFrame:
-    m = ga.merge(gb, on=["op_key", "name"], how="outer", suffixes=("_a", "_b"), indicator=True)
+    m = outer_merge(ga, gb, ["op_key", "name"])
     out = pd.DataFrame({
         "op_key": m["op_key"], "name": m["name"],
         "a_count": m["count_a"].fillna(0).astype(np.int64), "b_count": m["count_b"].fillna(0).astype(np.int64),

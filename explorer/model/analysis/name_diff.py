@@ -64,10 +64,20 @@ def name_totals(trace: Trace, scope: Scope | None = None) -> pd.DataFrame:
     return f.groupby(["level", "name"], as_index=False, sort=False).agg(count=("time_ns", "size"), time_ns=("time_ns", "sum"))
 
 
+def outer_merge(a: pd.DataFrame, b: pd.DataFrame, on: str | list[str]) -> pd.DataFrame:
+    """A and B's rows side by side on `on` (suffixes _a/_b, `_merge` says which had the row). Two
+    empty sides merge too: pandas cannot factorize empty Arrow-backed string keys (a window with
+    nothing in either trace was a traceback in `trnx diff`), so those keys go as objects."""
+    if a.empty and b.empty:
+        keys = {k: object for k in ([on] if isinstance(on, str) else on)}
+        a, b = a.astype(keys), b.astype(keys)
+    return a.merge(b, on=on, how="outer", suffixes=("_a", "_b"), indicator=True)
+
+
 def name_deltas(a: Trace, b: Trace, scope_a: Scope | None = None, scope_b: Scope | None = None) -> pd.DataFrame:
     """Per (level, name): counts and summed times in A and B, delta and ratio B / A, largest |delta| first."""
     ta, tb = name_totals(a, scope_a), name_totals(b, scope_b)
-    m = ta.merge(tb, on=["level", "name"], how="outer", suffixes=("_a", "_b"), indicator=True)
+    m = outer_merge(ta, tb, ["level", "name"])
     out = pd.DataFrame({
         "level": m["level"].astype(str), "name": m["name"].astype(str),
         "a_count": m["count_a"].fillna(0).astype(np.int64), "b_count": m["count_b"].fillna(0).astype(np.int64),
