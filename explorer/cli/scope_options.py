@@ -8,6 +8,7 @@ One grammar (`explorer.model.scope.Scope.parse`): `--range 0:200us` or `1.2ms:1.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -31,7 +32,10 @@ def scope_options(fn: Callable) -> Callable:
     return fn
 
 
-def pop_scope(params: dict[str, Any]) -> Scope:
-    """The Scope the options parsed to, taken out of a command's keyword arguments."""
+def pop_scope(params: dict[str, Any], *, outside: str = "refused") -> Scope:
+    """The Scope the options parsed to, taken out of a command's keyword arguments. A --range wholly
+    outside the trace is refused (a mistyped unit) unless `outside` is "allowed" (trnx diff: two
+    traces of different lengths share one window)."""
     values = {k: params.pop(k, None) for k in SCOPE_PARAMS}
-    return Scope.parse(values["time_range"], values["chips"], values["cores"], values["tracks"])
+    scope = Scope.parse(values["time_range"], values["chips"], values["cores"], values["tracks"])
+    return replace(scope, whole_window_outside=outside)

@@ -17,8 +17,8 @@ from explorer.model.scope import Scope
 
 
 def export_scope(trace: Trace, options: dict[str, Any], *, check: bool = True) -> Scope:
-    """The options' scope (everything when absent), checked against the trace's tracks."""
+    """The options' scope (everything when absent), checked against the trace (its tracks and span)."""
     scope = options.get("scope") or Scope()
-    if check:
-        scope.check(Tracks.of(trace))
+    if check:  # the chips, cores and tracks it names, and a window in the trace (Scope.resolve)
+        scope.resolve(trace, Tracks.of(trace))
     return scope

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
@@ -38,6 +38,9 @@ class Scope:
     chips: tuple[int, ...] | None = None
     cores: tuple[int, ...] | None = None
     track_ids: tuple[int, ...] | None = None
+    whole_window_outside: str = field(default="allowed", compare=False)
+    """"refused": a window wholly outside the trace is one sentence (the CLI's --range, where it is a
+    mistyped number or unit); "allowed": it selects nothing (an area dragged in the timeline's margin)."""
 
     @classmethod
     def parse(cls, range: str | None = None, chips: str | None = None, cores: str | None = None,
@@ -83,6 +86,9 @@ class Scope:
             if self.t0 is None:
                 raise UserError(f"time range ends at {t1} ns, before the trace starts (it spans {lo}..{hi} ns).")
             raise UserError(f"time range {t0}..{t1} ns is empty; the end must be after the start.")
+        if self.whole_window_outside == "refused" and hi > lo and (t1 <= lo or t0 > hi):
+            raise UserError(f"time range {t0}..{t1} ns is outside the trace, which spans {lo}..{hi} ns: nothing "
+                            "is in it.")
         self.check(tracks)
         return replace(self, t0=int(t0), t1=int(t1))
 

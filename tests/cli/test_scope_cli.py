@@ -107,3 +107,22 @@ def test_an_open_window_beyond_the_trace_says_which_end(basic, capsys, window, s
     after the trace's end, e.g. a mistyped unit), not as an end before a start the user never gave."""
     code, _, err = clirun.trnx("summary", basic, "--range", window)
     assert code == 2 and says in clirun.one_sentence(err)
+
+
+@pytest.mark.parametrize("command", ["summary", "ops", "export"])
+def test_a_window_wholly_outside_the_trace_is_refused_not_summarised_as_zeros(basic, tmp_path, capsys, command):
+    """--range 999s:1000s on a 10 us trace (a mistyped unit) printed a summary of zeros that said '1 core on
+    1 chip did work'; it is one sentence now. A window reaching past either end still works (below)."""
+    out = tmp_path / "o.json"
+    argv = {"summary": ["summary", basic], "ops": ["ops", basic],
+            "export": ["export", basic, "--format", "chrome-json", "-o", out]}[command]
+    for window in ("999s:1000s", "-5us:-1us"):
+        code, _, err = clirun.trnx(*argv, "--range", window)
+        assert code == 2 and "is outside the trace, which spans 0..10000 ns" in clirun.one_sentence(err), err
+    assert not out.exists()
+    assert clirun.trnx(*argv, "--range", "5us:1s")[0] == 0
+
+
+def test_diff_keeps_a_window_one_trace_does_not_reach(basic, capsys):
+    """Two traces of different lengths share one window: diff compares it even where one is silent."""
+    assert clirun.trnx("diff", basic, basic, "--range", "999s:1000s")[0] == 0

@@ -53,7 +53,7 @@ def diff(a: str, b: str, as_json: bool, top: int, align: str, **selection: Any) 
 
     from explorer.interop.neuron_profile.as_trace import source_of, trace_path
 
-    scope = pop_scope(selection)
+    scope = pop_scope(selection, outside="allowed")  # (one trace may end before the window)
     d = compute(open_trace(trace_path(a)), open_trace(trace_path(b)), scope=scope)
     d.a, d.b = source_of(d.a) or d.a, source_of(d.b) or d.b  # a profile, not its temporary import
     ctx = click.get_current_context()
