@@ -34,8 +34,8 @@ def check_screenshot_path(path: str | Path, overwrite: bool = False) -> Path:
 
 
 def wait_for_analyses(window, timeout_s: float = 600.0) -> None:
-    """Process events until the analysis panels are filled, and the Statistics panel's query that
-    waits for them (UserError when the analyses fail)."""
+    """Process events until the analysis panels are filled, and the Statistics panel's query and the
+    Summary's selection column that wait for them (UserError when the analyses fail)."""
     from PySide6.QtWidgets import QApplication
 
     session = window.analysis.session
@@ -54,6 +54,10 @@ def wait_for_analyses(window, timeout_s: float = 600.0) -> None:
     stats = getattr(getattr(window, "tools", None), "statistics", None)
     while stats is not None and stats.busy and time.perf_counter() < deadline:  # it starts once the analyses are shown
         QApplication.processEvents()
+        time.sleep(0.005)
+    summary = getattr(getattr(window, "analysis", None), "summary", None)
+    while summary is not None and summary.selection_busy and time.perf_counter() < deadline:
+        QApplication.processEvents()  # the Summary's selection column, scheduled when the panels were filled
         time.sleep(0.005)
     for _ in range(5):  # let the panels lay out and paint what they were just given
         QApplication.processEvents()

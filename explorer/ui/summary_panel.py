@@ -207,6 +207,12 @@ class QtSummary(QWidget):
             self._fill("chip")
 
     # -- the selection column ----------------------------------------------------------
+    @property
+    def selection_busy(self) -> bool:
+        """The selection column is waiting for its debounce or its worker (a screenshot taken now
+        would show it half-made, or not at all)."""
+        return self.analysis is not None and (self._timer.isActive() or self._latest.pending is not None)
+
     def _schedule(self) -> None:
         if self.analysis is not None:
             self._timer.start()

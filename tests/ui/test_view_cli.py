@@ -149,3 +149,24 @@ def test_view_screenshot_never_replaces_a_file_it_did_not_write(qapp, trace_path
     assert code == 0, err
     left = sorted(p.name for p in tmp_path.iterdir() if p != trace_path)
     assert mine.read_bytes().startswith(b"\x89PNG") and left == ["link.png", "shot.png"]  # no temporary left
+
+
+def test_smoke_screenshot_waits_for_the_summary_selection_column(qtbot):
+    """`trnx view --screenshot --smoke-test` (the docs' multichip picture) shoots once the Summary's
+    selection column is made: it is scheduled when the panels fill, and the picture showed its scope
+    line or not depending on whether its debounce had fired."""
+    from pathlib import Path
+
+    from explorer.ui import open_window
+    from explorer.ui.screenshot import SCREENSHOT_SIZE, wait_for_analyses
+
+    trace = Path(__file__).resolve().parents[2] / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx"
+    w = open_window(None)
+    qtbot.addWidget(w)
+    w.resize(*SCREENSHOT_SIZE)
+    w.show()
+    w.open_path(trace)
+    wait_for_analyses(w)
+    summary = w.analysis.summary
+    assert not summary.selection_busy
+    assert summary.scope_label.text().startswith("selection: visible range"), summary.scope_label.text()
