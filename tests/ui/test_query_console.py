@@ -113,3 +113,19 @@ def test_run_returns_at_once_on_a_big_trace(qtbot, tmp_path):
     assert c.result is None and not c.run_button.isEnabled()  # returned at once: the query runs on the worker
     qtbot.waitUntil(lambda: c.run_button.isEnabled(), timeout=20_000)
     assert c.result is not None and c.result.num_rows > 10
+
+
+def test_double_click_on_a_null_id_does_nothing(window, qtbot):
+    """An outer join's missing id (SQL NULL) is no event to go to: the double click is ignored, not
+    an error raised in the event loop."""
+    c = type_and_run(qtbot, window, "SELECT k.kernel_id, i.id FROM kernels k LEFT JOIN instructions i "
+                                    "ON i.kernel_id = k.kernel_id AND i.opcode = 'Nope'")
+    assert c.status.text().startswith("2 rows in")
+    table = c.findChild(QTableView, "query-results")
+    rect = table.visualRect(table.model().index(0, 1))
+    before = window.view.selected
+    QTest.mouseClick(table.viewport(), Qt.LeftButton, pos=rect.center())
+    QTest.mouseDClick(table.viewport(), Qt.LeftButton, pos=rect.center())
+    assert window.view.selected == before
+    c = type_and_run(qtbot, window, "SELECT count(*) AS n FROM kernels WHERE name = 'softmax'")
+    assert c.status.text().startswith("1 row in")

@@ -11,6 +11,7 @@ its interval. Saved queries live in the user's settings, by name.
 from __future__ import annotations
 
 import json
+import math
 import time
 
 import pyarrow as pa
@@ -22,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from explorer.model.query import Intervals, TraceQuery, intervals_of
 from explorer.model.query_track import QueryTrack
+from explorer.model.units import plural
 from explorer.ui.frame_table import Column, FrameTableModel, make_table, number, text
 from explorer.ui.panes import fill, split, stack
 from explorer.ui.tools.background import run_tool
@@ -165,7 +167,7 @@ class QtQueryConsole(QWidget):
         self.model.set_frame(shown.to_pandas())
         more = f" (showing the first {SHOWN_ROWS:,})" if table.num_rows > SHOWN_ROWS else ""
         hint = "; Pin as track shows its intervals on the timeline" if where else ""
-        self.status.setText(f"{table.num_rows:,} rows in {ms:,.0f} ms{more}{hint}")
+        self.status.setText(f"{plural(table.num_rows, 'row')} in {ms:,.0f} ms{more}{hint}")
         self.pin_button.setEnabled(where is not None)
 
     def _show_error(self, message: str) -> None:
@@ -185,8 +187,8 @@ class QtQueryConsole(QWidget):
         return track
 
     def _activated(self, index) -> None:
-        rec = self.model.record(index.row())
-        if "id" in rec and rec["id"] is not None:
+        rec = {k: _value(v) for k, v in self.model.record(index.row()).items()}
+        if rec.get("id") is not None:
             self.event_requested.emit(int(rec["id"]))
         elif self.intervals is not None:
             w = self.intervals
@@ -254,3 +256,8 @@ class QtQueryConsole(QWidget):
 
     def saved_names(self) -> list[str]:
         return [self.saved.itemText(i) for i in range(self.saved.count())]
+
+
+def _value(v):
+    """A result cell as a number or None: SQL NULL arrives as None or NaN (an outer join's id)."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
