@@ -4,6 +4,7 @@ nothing the tool did not write is replaced (docs/trace-format.md, "File safety")
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,10 @@ def atomic_path(target: str | os.PathLike[str], *, overwrite: bool = True) -> It
     clean_stale(target.parent)
     tmp = sibling(target)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            raise naming_target(exc, tmp, target) from exc
         if overwrite:
             _check_existing(target, overwrite, meanwhile=True)
             try:
@@ -75,3 +79,19 @@ def _check_existing(target: Path, overwrite: bool, meanwhile: bool = False) -> N
         raise UserError(f"{target} is not a plain file{when}; it was left alone, choose another name.")
     if not overwrite:
         raise UserError(f"{target} already exists; choose another name or pass --overwrite.")
+
+
+def naming_target(exc: OSError, tmp: Path, target: Path) -> OSError:
+    """`exc` naming the user's `target` instead of the hidden temporary written first (a user
+    who asked for /sys/x.csv should not read about /sys/.x.csv.trnx-tmp-...); others unchanged.
+    Arrow's errors carry the path and errno only in their text."""
+    hidden = str(tmp)
+    if exc.filename != hidden and hidden not in str(exc):
+        return exc
+    code = exc.errno
+    if code is None:
+        found = re.search(r"\[errno (\d+)\]", str(exc), re.I)
+        code = int(found.group(1)) if found else None
+    if code is None:
+        return OSError(f"cannot write {target}: {str(exc).replace(hidden, str(target))}")
+    return OSError(code, os.strerror(code), str(target))

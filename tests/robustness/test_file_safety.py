@@ -250,3 +250,21 @@ def test_import_refuses_the_output_before_reading_its_inputs(trnx, tmp_path, mon
     code, _, err = trnx("import", tmp_path / "rank0.json", "-o", out, "--overwrite")
     assert code == 2 and f"{out} is a file, not a trace" in one_sentence(err)
     assert out.read_text() == "mine"
+
+
+@pytest.mark.parametrize("raised", ["os", "arrow"])
+def test_a_failed_write_names_the_users_path_not_the_hidden_temporary(tmp_path, raised):
+    """`trnx query -o /sys/x.csv` said 'cannot access /sys/.x.csv.trnx-tmp-351-...: Permission
+    denied.' (and a Parquet output Arrow's 'Failed to open local file ...trnx-tmp...'): the user
+    never named that file. The sentence names their path; nothing is left behind."""
+    from simcore.atomic import atomic_path
+    from simcore.errors import describe
+
+    target = tmp_path / "x.csv"
+    with pytest.raises(OSError) as caught:
+        with atomic_path(target) as tmp:
+            if raised == "os":
+                raise PermissionError(13, "Permission denied", str(tmp))
+            raise OSError(f"Failed to open local file '{tmp}'. Detail: [errno 13] Permission denied")
+    assert describe(caught.value) == f"cannot access {target}: Permission denied."
+    assert list(tmp_path.iterdir()) == []
