@@ -183,15 +183,15 @@ class AnnotationSet:
     def get(self, ident: int) -> Annotation:
         return _find(self.items, ident)
 
+    def markers(self) -> list[Annotation]:
+        return [a for a in self.items if a.kind == "marker"]
+
 
 def _find(items: list[Annotation], ident: int) -> Annotation:
     for a in items:
         if a.id == ident:
             return a
     raise UserError(f"there is no annotation {ident} (another window may have removed it).")
-
-    def markers(self) -> list[Annotation]:
-        return [a for a in self.items if a.kind == "marker"]
 
 
 def snap(index, t: float, track_id: int | None, tolerance_ns: float) -> int:

@@ -28,6 +28,7 @@ def test_two_windows_on_one_trace_keep_both_windows_annotations(trace_dir):
     second.remove(b.id)
     first.add_range(3_000, 4_000, "third")
     assert [x.note for x in A.load(trace_dir)] == ["edited", "third"]
+    assert [x.note for x in first.markers()] == ["edited"]  # the range is not a marker
 
 
 def test_removing_the_last_annotation_in_one_window_keeps_one_another_added(trace_dir):
