@@ -112,6 +112,7 @@ Examples:
               help="Rows the text table shows (--json, --csv and -o give every row).")
 def query(trace: str, sql: str, as_json: bool, as_csv: bool, output: str | None, overwrite: bool, limit: int) -> None:
     from explorer.model.query import query as run
+    from explorer.model.units import plural
     from simcore.errors import UserError
 
     if sum(map(bool, (as_json, as_csv, output))) > 1:
@@ -123,7 +124,7 @@ def query(trace: str, sql: str, as_json: bool, as_csv: bool, output: str | None,
     table = run(trace, sql)
     if output:
         _write(table, Path(output), overwrite)
-        click.echo(f"wrote {table.num_rows:,} {'row' if table.num_rows == 1 else 'rows'} to {output}", err=True)
+        click.echo(f"wrote {plural(table.num_rows, 'row')} to {output}", err=True)
     elif as_json:
         click.echo(_json_text(table))
     elif as_csv:
