@@ -129,3 +129,28 @@ def test_double_click_on_a_null_id_does_nothing(window, qtbot):
     assert window.view.selected == before
     c = type_and_run(qtbot, window, "SELECT count(*) AS n FROM kernels WHERE name = 'softmax'")
     assert c.status.text().startswith("1 row in")
+
+
+def test_a_result_of_the_previous_trace_is_not_shown_under_the_next(window, qtbot, tmp_path):
+    """A query still running when another trace opens: its rows belong to the old trace, so they
+    are dropped (not shown, not pinnable onto the new timeline); the console runs queries again."""
+    import threading
+
+    from explorer.ui.tools.background import run_tool
+    from model.timeline_traces import write_timeline_trace
+
+    c = console(window)
+    gate = threading.Event()
+    run_tool(lambda: gate.wait(20), lambda ok, v: None)  # the tools' worker is busy: the query waits
+    c.editor.setPlainText("SELECT name, start_ns, dur_ns FROM kernels")
+    QTest.mouseClick(c.run_button, Qt.LeftButton)
+    first = window.loaded
+    window.open_path(write_timeline_trace(tmp_path / "other.trnx"))
+    qtbot.waitUntil(lambda: window.loaded is not None and window.loaded is not first, timeout=20_000)
+    assert c.run_button.isEnabled()  # the new trace's console is not stuck "running"
+    gate.set()
+    qtbot.wait(300)  # the old query finishes on the worker
+    assert c.model.rowCount() == 0 and c.result is None
+    assert not c.findChild(QPushButton, "query-pin").isEnabled()
+    c = type_and_run(qtbot, window, "SELECT name, start_ns, dur_ns FROM kernels")
+    assert c.model.rowCount() == 2 and c.pin_button.isEnabled()

@@ -61,6 +61,7 @@ class QtQueryConsole(QWidget):
         self.result: pa.Table | None = None
         self.intervals: Intervals | None = None
         self.last_sql = ""
+        self._generation = 0  # bumped per trace: a result that arrives after the trace changed is dropped
 
         self.saved = QComboBox(objectName="query-saved")
         self.saved.setToolTip("Saved queries (yours, kept between runs) and examples")
@@ -71,7 +72,7 @@ class QtQueryConsole(QWidget):
         self.delete_button.clicked.connect(self.delete_current)
         self.run_button = QPushButton("Run", objectName="query-run")
         self.run_button.setToolTip("Run the query (Ctrl+Enter)")
-        self.run_button.clicked.connect(self.run)
+        self.run_button.clicked.connect(lambda: self.run())  # not run(checked): clicked's bool is no SQL
         self.cancel_button = QPushButton("Cancel", objectName="query-cancel", enabled=False)
         self.cancel_button.clicked.connect(self.cancel)
         self.pin_button = QPushButton("Pin as track", objectName="query-pin", enabled=False)
@@ -110,9 +111,18 @@ class QtQueryConsole(QWidget):
 
     # -- trace -------------------------------------------------------------------------
     def set_trace(self, trace) -> None:
-        """Query this trace (a `simcore.trace.Trace`, or None)."""
+        """Query this trace (a `simcore.trace.Trace`, or None). A query still running over the
+        previous trace is interrupted and its result dropped: its rows (and a pinned track of
+        them) would otherwise show under the new trace."""
+        if self._running:
+            self.cancel()
+        self._generation += 1
+        self._running = False
+        self.run_button.setEnabled(True)
+        self.cancel_button.setEnabled(False)
         self.trace = trace
         self.result = None
+        self.intervals = None
         self.model.columns = []
         self.model.set_frame(None)
         self.pin_button.setEnabled(False)
@@ -137,6 +147,7 @@ class QtQueryConsole(QWidget):
         self.status.setText("running\u2026")
         self._started = time.perf_counter()
         trace = self.trace
+        generation = self._generation
 
         def work() -> tuple[pa.Table, Intervals | None]:
             if self._query is None or self._query_trace is not trace:
@@ -146,7 +157,7 @@ class QtQueryConsole(QWidget):
             table = self._query.run(sql)
             return table, intervals_of(table)
 
-        run_tool(work, self._done)
+        run_tool(work, lambda ok, value: self._done(ok, value) if generation == self._generation else None)
 
     def cancel(self) -> None:
         if self._running and self._query is not None:
