@@ -129,10 +129,25 @@ def duration_histogram(q: TraceQuery, grouping: str, name: str, window: Window =
     return Histogram(name, edges, counts)
 
 
-def duration_query(grouping: str, name: str, lo_ns: float, hi_ns: float) -> str:
-    """The field search that selects one name's events with durations in [lo, hi] ns
-    (what a range selected on its histogram selects on the timeline)."""
-    key = {"opcode": "name", "kernel": "kernel", "op": "op"}[grouping]
+def duration_query(grouping: str, name: str, lo_ns: float, hi_ns: float, window: Window = Window(),
+                   origin_ns: int = 0) -> str:
+    """The field search that selects what one name's histogram counts with durations in [lo, hi] ns
+    (what a range selected on it selects on the timeline), in `window` (`origin_ns`: the trace's
+    start, which the search's times count from). Per op that is the kernels (and collectives)
+    of the ops that took that long: an op has no row of its own."""
     value = name if " " not in name else name.replace(" ", "?")
-    kind = " type:kernel" if grouping == "kernel" else " type:dma" if name.startswith("DMA ") else " type:instruction"
-    return f"{key}:{value}{kind} dur>={math.floor(lo_ns)} dur<={math.ceil(hi_ns)}"
+    lo, hi = math.floor(lo_ns), math.ceil(hi_ns)
+    if grouping == "op":
+        terms = [f"op:{value}", f"opdur>={lo}", f"opdur<={hi}"]
+        start = "opstart"
+    else:
+        kind = "type:kernel" if grouping == "kernel" else "type:dma" if name.startswith("DMA ") else "type:instruction"
+        terms = [f"{'kernel' if grouping == 'kernel' else 'name'}:{value}", kind, f"dur>={lo}", f"dur<={hi}"]
+        start = "start"
+    if window.t0 is not None:
+        terms.append(f"{start}>={int(window.t0) - origin_ns}")
+    if window.t1 is not None:
+        terms.append(f"{start}<{int(window.t1) - origin_ns}")
+    if window.tracks is not None and grouping != "op":  # ops have no row: the stats ignore the rows for them
+        terms.append(f"track_id:{','.join(str(int(t)) for t in window.tracks) or '-1'}")
+    return " ".join(terms)

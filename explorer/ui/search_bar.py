@@ -42,7 +42,7 @@ class QtSearchBar(QWidget):
         self.edit.setObjectName("search")
         self.edit.setPlaceholderText("Search names or #id, or fields: opcode:X dtype:fp8 dur>10us kernel:matmul_* chip:3  (/)")
         self.edit.setToolTip("Words match names (opcode, kernel, op, layer); fields narrow: name opcode dtype kernel op layer "
-                             "kind src dst engine type chip core id dur start bytes flops partitions. key:a,b lists, * and ? are "
+                             "kind src dst engine type chip core track_id id dur start bytes flops partitions opdur opstart. key:a,b lists, * and ? are "
                              "wildcards, dur>10us / bytes>=64KiB compare, -key:x excludes. Enter: next hit, Shift+Enter: previous.")
         self.edit.setClearButtonEnabled(True)
         self.edit.setMinimumWidth(320)

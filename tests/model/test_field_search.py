@@ -47,6 +47,12 @@ def decode():
     (f"id:{DMA_ID0 + 3}", 1),
     ("matmul opcode:Transpose", 0),                # a bare word keeps the plain search's meaning, ANDed
     ("type:kernel matmul", 1),
+    ("op:attention.* opdur>=50us", 2),             # the kernels of ops that took 50 us or more
+    ("opdur>=50us opstart>=50us", 1),              # alone too: the op starting at 50 us has the softmax kernel
+    ("opstart>=50us opcode:TensorTensor", 500),    # with an event-level field, the instructions of those ops' kernels
+    ("opdur<50us", 0),
+    ("track_id:1 type:instruction", 1000),         # the Vector row
+    ("track_id:0,1 -track_id:1", 100),
 ])
 def test_counts(index, q, count):
     assert is_field_query(q) or q.split()[0].isalpha()
@@ -78,6 +84,10 @@ def test_bad_fields_are_one_sentence(q, says):
     ("kernel:*flash* type:instruction", "SELECT count(*) FROM instructions i JOIN kernels k USING (kernel_id) WHERE k.name LIKE '%flash%'"),
     ("type:dma bytes>=1MiB", "SELECT count(*) FROM dma WHERE bytes >= 1048576"),
     ("type:kernel dur>10us", "SELECT count(*) FROM kernels WHERE dur_ns > 10000"),
+    ("op:attention.fused_qkv opdur>19us", "SELECT count(*) FROM kernels k JOIN ops o USING (op_id) "
+                                                "WHERE o.name = 'attention.fused_qkv' AND o.dur_ns > 19000"),
+    ("opdur>100us type:instruction opstart<2ms", "SELECT count(*) FROM instructions i JOIN kernels k USING (kernel_id) "
+                                                 "JOIN ops o ON o.op_id = k.op_id WHERE o.dur_ns > 100000 AND o.start_ns < 2000000"),
 ])
 def test_same_events_as_sql(decode, q, sql):
     want = query(decode.trace, sql).column(0)[0].as_py()

@@ -60,6 +60,54 @@ def test_histogram_counts_every_event_once_and_its_range_selects_them(q):
     assert hits.count == int(((d >= np.floor(lo)) & (d <= np.ceil(hi))).sum()) >= h.counts[i]
 
 
+
+def _selected(q, grouping, name, window, lo, hi):
+    """The events the histogram's range [lo, hi] selects, by table, from the field search."""
+    text = duration_query(grouping, name, lo, hi, window, q.trace.span_ns[0])
+    hits = field_search(TraceIndex.build(q.trace), text)
+    by_table: dict[str, int] = {}
+    for lane, h in zip(hits.lanes, hits.hits):
+        by_table[lane.events.name] = by_table.get(lane.events.name, 0) + len(h)
+    return {t: n for t, n in by_table.items() if n}
+
+
+def test_an_op_histograms_range_selects_the_kernels_of_those_ops(q):
+    """Per op the histogram counts ops (op-level durations); its range selects their kernels
+    (an op has no row of its own), not instructions of an op's length (which selected none)."""
+    ops = q.trace.to_pandas("ops").astype({"name": str, "level": str})
+    ops = ops[(ops["level"] == "op") & (ops["name"] == "attention.core")]
+    kernels = q.trace.to_pandas("kernels")
+    for window in (Window(), Window(1_000_000, 3_000_000, (0, 1))):  # the area's rows do not apply to ops
+        h = duration_histogram(q, "op", "attention.core", window)
+        mine = ops if window.t0 is None else ops[(ops["start_ns"] >= window.t0) & (ops["start_ns"] < window.t1)]
+        assert h.total == len(mine) > 0
+        i = int(np.argmax(h.counts))
+        lo, hi = h.edges[i], h.edges[i + 1]
+        chosen = mine[(mine["dur_ns"] >= np.floor(lo)) & (mine["dur_ns"] <= np.ceil(hi))]
+        assert len(chosen) >= h.counts[i] > 0
+        want = int(kernels["op_id"].isin(chosen["op_id"]).sum())
+        assert _selected(q, "op", "attention.core", window, lo, hi) == {"kernels": want} and want >= len(chosen)
+
+
+def test_a_histogram_of_the_selected_area_selects_in_that_area(q):
+    """The area's histogram counts events starting in its window on its rows; its range selects
+    those, not the name's events over the whole trace."""
+    i = q.trace.to_pandas("instructions").astype({"opcode": str})
+    mm = i[i["opcode"] == "MultiplyMoving"]
+    tracks = tuple(sorted(mm["track_id"].unique()[:2].tolist()))
+    window = Window(100_000, 400_000, tracks)
+    h = duration_histogram(q, "opcode", "MultiplyMoving", window)
+    lo, hi = h.edges[0], h.edges[-1]
+    assert 0 < h.total < len(mm)
+    assert _selected(q, "opcode", "MultiplyMoving", window, lo, hi) == {"instructions": h.total}
+    assert _selected(q, "opcode", "MultiplyMoving", Window(), lo, hi)["instructions"] > h.total
+    k = q.trace.to_pandas("kernels").astype({"name": str})
+    name = k["name"].value_counts().index[0]
+    window = Window(1_000_000, 2_000_000, tuple(sorted(k["track_id"].unique()[:1].tolist())))
+    h = duration_histogram(q, "kernel", name, window)
+    assert 0 < h.total < (k["name"] == name).sum()
+    assert _selected(q, "kernel", name, window, h.edges[0], h.edges[-1]) == {"kernels": h.total}
+
 def test_quantiles_of_durations_past_32_bits_are_exact(tmp_path):
     """Durations that fit 32 bits are read as such (less memory, the same values); one that does
     not keeps the 64-bit values, with quantiles pandas agrees with."""

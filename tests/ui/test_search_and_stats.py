@@ -146,6 +146,48 @@ def test_statistics_of_the_selected_area(window, qtbot):
     assert rows(panel)["TensorTensor"]["count"] == 100
 
 
+
+def _choose(panel, qtbot, name):
+    table = panel.findChild(QTableView, "stats-table")
+    rect = table.visualRect(table.model().index(panel.model.find("name", name), 0))
+    QTest.mouseClick(table.viewport(), Qt.LeftButton, pos=rect.center())
+    qtbot.waitUntil(lambda: panel.histogram is not None and panel.histogram.name == name, timeout=10_000)
+    return panel.histogram
+
+
+def test_an_op_histograms_range_selects_the_kernels_of_those_ops(window, qtbot):
+    """Per op the histogram counts ops; dragging over it selects those ops' kernels (an op has no
+    row of its own), not instructions as long as an op (which selected nothing)."""
+    panel = stats_panel(window, qtbot)
+    panel.findChild(QComboBox, "stats-grouping").setCurrentText("op")
+    qtbot.waitUntil(lambda: not panel.busy and "attention.softmax" in rows(panel), timeout=10_000)
+    h = _choose(panel, qtbot, "attention.softmax")
+    assert h.total == 1 and panel.plot.getPlotItem().titleLabel.text == "attention.softmax: 1 op"
+    panel.region.setRegion((math.log2(h.edges[0] + 1), math.log2(h.edges[-1])))  # the whole histogram
+    status = window.findChild(QLabel, "search-status")
+    qtbot.waitUntil(lambda: status.text() == "1 / 1", timeout=10_000)
+    ref = window.view.selected
+    assert ref.table == "kernels" and window.view.index.event_name(ref) == "softmax"
+
+
+def test_the_selected_areas_histogram_selects_in_the_area(window, qtbot):
+    """With "Selected area only" the histogram counts the area's events, and its range selects
+    those, not the name's events over the whole trace."""
+    panel = stats_panel(window, qtbot)
+    window.view.set_area(area_scope([1], 0, 10_000))  # the Vector row's first 10 us
+    panel.findChild(QCheckBox, "stats-in-area").setChecked(True)
+    qtbot.waitUntil(lambda: not panel.busy and set(rows(panel)) == {"TensorTensor"}, timeout=10_000)
+    h = _choose(panel, qtbot, "TensorTensor")
+    assert h.total == 100
+    panel.region.setRegion((math.log2(h.edges[0] + 1), math.log2(h.edges[-1])))
+    status = window.findChild(QLabel, "search-status")
+    qtbot.waitUntil(lambda: status.text() == "1 / 100", timeout=10_000)
+    panel.findChild(QCheckBox, "stats-in-area").setChecked(False)  # the whole trace again
+    qtbot.waitUntil(lambda: not panel.busy and "TensorTensor" in rows(panel), timeout=10_000)
+    h = _choose(panel, qtbot, "TensorTensor")
+    panel.region.setRegion((math.log2(h.edges[0] + 1), math.log2(h.edges[-1])))
+    qtbot.waitUntil(lambda: status.text() == "1 / 1,000", timeout=10_000)
+
 def test_a_new_traces_statistics_wait_for_its_analyses(qtbot, trace_path, monkeypatch):
     """The whole-trace statistics query starts once the analysis panels are filled, not beside
     their computation (on a big trace the two fought over the cores and memory)."""

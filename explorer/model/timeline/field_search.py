@@ -7,7 +7,7 @@ must match whole). A bare word keeps the plain search's meaning (a substring of 
 name an event is shown with, or of its kernel, op or layer). Keys:
 
   name opcode dtype kernel op layer kind src dst engine (or track) type chip core
-  id dur start bytes flops partitions
+  track_id id dur start bytes flops partitions opdur opstart
 
 `type:` is instruction, dma, kernel or collective. Times take ns/us/ms/s, sizes
 B/KB/KiB/MB/MiB/GB/GiB, counts k/M/G. Events are matched as `explorer.model.timeline.search`
@@ -15,7 +15,11 @@ matches names: once per distinct name, then one vectorised pass per table, batch
 batch, so a 28M-instruction trace costs a few numpy passes (run it off the GUI thread).
 `kernel:`, `op:` and `layer:` alone find kernels (and collectives by op or layer), like
 the plain search; with an event-level term (opcode, dur, bytes, ...) they also filter
-the instructions and transfers inside those kernels.
+the instructions and transfers inside those kernels. `opdur` and `opstart` compare the
+duration and start of an event's op (a kernel's or collective's own op; an instruction's or
+transfer's through its kernel): `op:attention opdur>1ms` finds the kernels of the attention
+ops that took over 1 ms, what the statistics' per-op histogram counts. `track_id:4,5` keeps
+those rows (the ids of the CLI's --tracks).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.model import columns
 from explorer.model.table_chunks import batches
 from explorer.model.timeline import colour_codes
 from explorer.model.timeline.event_table import EventTable
@@ -36,7 +41,8 @@ from simcore.errors import UserError
 TYPES = {"instruction": "instructions", "instructions": "instructions", "dma": "dma", "kernel": "kernels",
          "kernels": "kernels", "collective": "collectives", "collectives": "collectives"}
 NAME_KEYS = ("name", "opcode", "dtype", "kernel", "op", "layer", "kind", "src", "dst", "engine", "track", "type")
-NUMBER_KEYS = ("chip", "core", "id", "dur", "start", "bytes", "flops", "partitions")
+NUMBER_KEYS = ("chip", "core", "track_id", "id", "dur", "start", "bytes", "flops", "partitions", "opdur", "opstart")
+TIME_KEYS = ("dur", "start", "opdur", "opstart")
 KEYS = NAME_KEYS + NUMBER_KEYS
 EVENT_LEVEL = {"opcode", "dtype", "dur", "bytes", "flops", "id", "src", "dst", "partitions", "start", "name", "engine", "track", "type"}
 HELP = ("a search is words and fields like opcode:MultiplyMoving dtype:fp8 dur>10us kernel:matmul_* chip:3 "
@@ -59,7 +65,7 @@ class Term:
 
 def _number(key: str, text: str) -> float:
     m = _NUM.match(text.strip())
-    units = _TIME_UNITS if key in ("dur", "start") else _SIZE_UNITS if key == "bytes" else _COUNT_UNITS
+    units = _TIME_UNITS if key in TIME_KEYS else _SIZE_UNITS if key == "bytes" else _COUNT_UNITS
     if not m or m.group(2).lower() not in units:
         kind = "a time like 10us" if units is _TIME_UNITS else "a size like 64KiB" if units is _SIZE_UNITS else "a number"
         raise UserError(f"'{key}' needs {kind}, not '{text}'.")
@@ -162,7 +168,7 @@ def _term_mask(index: TraceIndex, tname: str, term: Term, event_level: bool) -> 
         return _match_masks(index, term.values[0]).get(tname, np.zeros(events.n, bool))
     if key == "type":
         return np.full(events.n, tname in {TYPES[v.lower()] for v in term.values})
-    if key in ("chip", "core"):
+    if key in ("chip", "core", "track_id"):
         vals = tuple(_number(key, v) for v in term.values)
         return _per_lane(index, events, lambda info: bool(_compare(np.array([getattr(info, key)]), term.op, vals)[0]))
     if key in ("engine", "track"):
@@ -178,6 +184,8 @@ def _term_mask(index: TraceIndex, tname: str, term: Term, event_level: bool) -> 
             s, d = events.lane_arrays(lo, hi)
             out[lo:hi] = _compare(d if key == "dur" else s, term.op, vals)
         return out
+    if key in ("opdur", "opstart"):
+        return _op_time_mask(index, tname, term, event_level)
     if key in NUMERIC_COLUMNS:
         col = NUMERIC_COLUMNS[key].get(tname)
         if col is None:
@@ -205,6 +213,29 @@ def _term_mask(index: TraceIndex, tname: str, term: Term, event_level: bool) -> 
         src = colour_codes.sources({tname: events}, mode, index.kernel_ops)[tname]
         return _source_mask(events, src, _pattern_hits(src.values, term.values))
     raise UserError(f"unknown search field '{key}'; {HELP}.")
+
+
+def _op_time_mask(index: TraceIndex, tname: str, term: Term, event_level: bool) -> np.ndarray | None:
+    """`opdur`/`opstart`: compare each event's op's duration or start (None: the table has no op,
+    or, like `op:` alone, instructions and transfers without an event-level term)."""
+    h = index.kernel_ops
+    if h is None or (tname in ("instructions", "dma") and not event_level):
+        return None
+    ops = index.trace.ops
+    col = "dur_ns" if term.key == "opdur" else "start_ns"
+    per_op = columns.num(ops, col).astype(np.float64) if ops.num_rows else np.zeros(0)
+    vals = tuple(_number(term.key, v) for v in term.values)
+    if term.key == "opstart":
+        vals = tuple(v + index.span[0] for v in vals)  # from the trace's start, as `start`
+    hit_op = np.append(_compare(per_op, term.op, vals), False)  # the last slot: no op (-1)
+    events = index.tables[tname]
+    if tname in ("kernels", "collectives"):
+        return _column_mask(events, ("op_id",), lambda c: hit_op[h.op_row(c["op_id"])])
+    if tname in ("instructions", "dma"):
+        kernel_op = h.op_row(columns.num(index.trace.kernels, "op_id"))
+        hit_kernel = np.append(hit_op[kernel_op], False)
+        return _column_mask(events, ("kernel_id",), lambda c: hit_kernel[h.kernel_row(c["kernel_id"])])
+    return None
 
 
 def field_search(index: TraceIndex, query: str) -> SearchHits:

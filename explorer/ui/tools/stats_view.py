@@ -3,8 +3,9 @@
 Tracy's find-zone over `explorer.model.stats`: count, total, mean, p50, p95 and max per
 name over the whole trace, or over the area selected on the timeline (its window and
 rows). Computed on the tools' worker. Selecting a row draws its duration histogram
-(quarter-octave bins); dragging a range on the histogram selects those events on the
-timeline (as the field search `name:X dur>=A dur<=B`, hits outlined with a count);
+(quarter-octave bins); dragging a range on the histogram selects what it counts on the
+timeline (as a field search, `stats.duration_query`: per op the kernels of those ops), in the
+area it was computed for, hits outlined with a count;
 double-clicking a row, or "Slowest", jumps to that name's slowest event.
 """
 
@@ -19,7 +20,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QToolBu
 from explorer.model.query import TraceQuery
 from explorer.model.scope import Scope
 from explorer.model.stats import GROUPINGS, Histogram, Window, duration_histogram, duration_query, duration_stats
-from explorer.model.units import format_ns
+from explorer.model.units import format_ns, plural
 from explorer.ui.frame_table import Column, FrameTableModel, count, make_table, ns, text
 from explorer.ui.panes import fill, split, stack
 from explorer.ui.tools.background import run_tool
@@ -57,6 +58,7 @@ class QtStatistics(QWidget):
         self.area: Scope | None = None
         self.frame = pd.DataFrame()
         self.histogram: Histogram | None = None
+        self.histogram_window = Window()  # what the shown histogram counts (its range selects there)
         self._generation = 0
         self.busy = False
         self.stale = False
@@ -181,18 +183,20 @@ class QtStatistics(QWidget):
         self._generation += 1
         gen = self._generation
         run_tool(lambda: duration_histogram(self._q(trace), grouping, name, window),
-                 lambda ok, v: self._histogram_done(gen, ok, v))
+                 lambda ok, v: self._histogram_done(gen, ok, v, window))
 
-    def _histogram_done(self, gen: int, ok: bool, value) -> None:
+    def _histogram_done(self, gen: int, ok: bool, value, window: Window = Window()) -> None:
         if gen != self._generation or not ok:
             return
-        self.histogram = h = value
+        self.histogram, self.histogram_window = value, window
+        h = value
         x = np.log2(np.maximum(h.edges, 1.0))
         if self.bars is not None:
             self.plot.removeItem(self.bars)
         self.bars = pg.BarGraphItem(x0=x[:-1], x1=x[1:], height=h.counts, brush=pg.mkBrush("#4e9be6"), pen=pg.mkPen(None))
         self.plot.addItem(self.bars)
-        self.plot.getPlotItem().setTitle(f"{h.name}: {h.total:,} events")
+        what = "op" if self.grouping.currentText() == "op" else "event"
+        self.plot.getPlotItem().setTitle(f"{h.name}: {plural(h.total, what)}")
         self.region.blockSignals(True)
         self.region.setBounds((x[0], x[-1]))
         self.region.setRegion((x[0], x[-1]))
@@ -211,11 +215,13 @@ class QtStatistics(QWidget):
 
     # -- outputs -----------------------------------------------------------------------
     def select_range(self, lo_ns: float, hi_ns: float) -> str | None:
-        """Select the current name's events with durations in [lo, hi] ns on the timeline."""
+        """Select what the histogram counts with durations in [lo, hi] ns on the timeline: the
+        name's events (per op: the kernels of those ops), in the area it was computed for."""
         h = self.histogram
-        if h is None:
+        if h is None or self.trace is None:
             return None
-        q = duration_query(self.grouping.currentText(), h.name, lo_ns, hi_ns)
+        q = duration_query(self.grouping.currentText(), h.name, lo_ns, hi_ns, self.histogram_window,
+                           int(self.trace.span_ns[0]))
         self.select_query.emit(q)
         return q
 
