@@ -50,6 +50,13 @@ def _frame(trace: Trace, value: str) -> pd.DataFrame:
     return df
 
 
+def why_empty(trace: Trace, value: str) -> str:
+    """The one sentence to show when `icicle(trace, value)` has no boxes."""
+    if trace.kernels.num_rows == 0:
+        return "this trace has no kernels: the icicle has nothing to show."
+    return f"every kernel's {value} is 0: nothing to size the boxes by; choose another column."
+
+
 def icicle(trace: Trace, value: str = "dur_ns") -> list[Box]:
     """The boxes of every depth (depth-first, in time order)."""
     df = _frame(trace, value)

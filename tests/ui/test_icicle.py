@@ -23,6 +23,19 @@ def test_model_sums_kernels_up_the_tree(trace_path):
     assert flops[0].value == open_trace(trace_path).to_pandas("kernels")["flops"].sum()
 
 
+def test_a_trace_without_kernels_has_no_boxes_and_says_why(tmp_path):
+    import numpy as np
+
+    from explorer.model.icicle import why_empty
+    from model.timeline_traces import HARDWARE, timeline_tables
+    from simcore.trace import write_trace
+
+    t = timeline_tables()
+    t["kernels"] = {k: (v[:0] if isinstance(v, np.ndarray) else []) for k, v in t["kernels"].items()}
+    trace = open_trace(write_trace(tmp_path / "t.trnx", t, meta={"hardware": HARDWARE, "workload": {"name": "x", "kind": "model"}}))
+    assert icicle(trace) == [] and why_empty(trace, "dur_ns") == "this trace has no kernels: the icicle has nothing to show."
+
+
 def test_click_zooms_the_timeline_and_selects_the_op(window, qtbot):
     window.panels["Icicle"].raise_()
     ice = window.findChild(QWidget, "icicle")
@@ -52,3 +65,18 @@ def test_a_hidden_icicle_computes_nothing_until_it_is_shown(qtbot, trace_path):
     ice.show()
     qtbot.waitUntil(lambda: len(ice.boxes) == 7, timeout=10_000)
     assert not ice.stale
+
+
+def test_an_empty_icicle_says_why_and_a_closed_trace_leaves_no_status(window, qtbot):
+    """Sized by a column every kernel has at 0 (the tiny trace writes no HBM), there are no boxes:
+    the status says so in one sentence, not ': nothing; click a box...' with no subject."""
+    window.panels["Icicle"].raise_()
+    ice = window.findChild(QWidget, "icicle")
+    qtbot.waitUntil(lambda: len(ice.boxes) == 7, timeout=10_000)
+    ice.findChild(QComboBox, "icicle-value").setCurrentText("hbm_write_bytes")
+    qtbot.waitUntil(lambda: ice.boxes == [] and "computing" not in ice.status.text(), timeout=10_000)
+    assert ice.status.text() == "every kernel's hbm_write_bytes is 0: nothing to size the boxes by; choose another column."
+    ice.findChild(QComboBox, "icicle-value").setCurrentText("dur_ns")
+    qtbot.waitUntil(lambda: ice.status.text().startswith("tiny-llm: 100 us;"), timeout=10_000)
+    window.close_trace()
+    assert ice.status.text() == "" and ice.boxes == []

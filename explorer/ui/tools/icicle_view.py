@@ -15,7 +15,7 @@ from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLayout, QWidget
 
-from explorer.model.icicle import VALUES, Box, icicle
+from explorer.model.icicle import VALUES, Box, icicle, why_empty
 from explorer.model.units import format_bytes, format_count, format_ns
 from explorer.ui import palette as P
 from explorer.ui.tools.background import run_tool
@@ -121,6 +121,7 @@ class QtIcicle(WhenShown, QWidget):
     def set_trace(self, trace) -> None:
         self.trace = trace
         self.boxes = []
+        self.status.setText("")  # not the closed trace's total
         self.canvas.view = (0.0, 1.0)
         self.canvas.update()
         self.refresh_when_shown(trace is not None)
@@ -144,9 +145,11 @@ class QtIcicle(WhenShown, QWidget):
             self.status.setText(boxes)
             return
         self.boxes = boxes
-        total = FORMAT[value](boxes[0].value) if boxes else "nothing"
-        self.status.setText(f"{boxes[0].name if boxes else ''}: {total}; click a box to see it on the timeline, "
-                            "wheel to zoom here, double-click to reset")
+        if boxes:
+            self.status.setText(f"{boxes[0].name}: {FORMAT[value](boxes[0].value)}; click a box to see it on the "
+                                "timeline, wheel to zoom here, double-click to reset")
+        else:
+            self.status.setText(why_empty(trace, value))
         self.canvas.update()
 
     def box_center(self, name: str, depth: int) -> tuple[int, int]:
