@@ -3,6 +3,7 @@
     .venv/bin/python bench/real_captures.py [--figures summary,diff,window,frames,capture]
                                             [--captures 12M,28M,100M] [--repeat 3] [--recapture]
                                             [--baseline-tree DIR] [--anon-limit-gb 7]
+                                            [--opens cold,after capture,no index,reopen]
 
 The captures are made by the bench itself with `trnx capture` and kept under bench/out/
 (gitignored) between runs; a capture is made again when its command changed or with
@@ -25,10 +26,13 @@ Figures (each command in a fresh process; wall time, CPU time of the process, pe
   diff     `trnx diff 12M 12M-mx --json`; baseline: that pandas read + groupby of both traces
   rules    each recommendation rule's CPU time in process (after the summary and operator tree
            it shares), beside the rows of the tables it reads: linear, none dominating
-  window   `trnx view T --smoke-test --timings`: the first open after the capture (maps the timeline
-           index the capture recorded, validates the trace), an open with no index (builds and
-           saves it) and a reopen; beside `trnx summary T`'s time (analyses on screen within
-           1.5x of it) and the trace's size on disk (peak RSS within 1.5x of it)
+  window   `trnx view T --smoke-test --timings`: a cold open (the index the capture recorded, none of
+           the trace's files in the page cache: bench/page_cache.py evicts this trace's pages only,
+           never the machine's whole cache), the first open after the capture (that index, the
+           files as cached), an open with no index (builds and saves it) and a reopen; beside
+           `trnx summary T`'s time warm and cold (analyses on screen within 1.5x of it) and the
+           trace's size on disk (peak RSS within 1.5x of it). With --baseline-tree DIR, that
+           tree's window too, alternated with this tree's (baseline first); --opens picks some
   frames   frame times of a zoom walk over the 100M capture (bench/frame_time.py's walk): once while
            the analysis panels are being computed, then after (while the Statistics panel's
            whole-trace query, started once the analyses are shown, runs), then once that is done.
@@ -61,6 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
 sys.path.insert(0, str(ROOT / "bench"))
 from anon_watchdog import AnonWatchdog  # noqa: E402
+import page_cache  # noqa: E402
 from private_settings import use_private_settings  # noqa: E402  (bench/ is on sys.path)
 import trnx_peak  # noqa: E402  (runs `trnx ARGS`, printing its own peak RSS)
 
@@ -247,38 +252,67 @@ def recorded_index(name: str) -> Path:
     return OUT / f"{name}.recorded-index.cache"
 
 
-def figure_window(paths: dict[str, Path], repeat: int) -> list[dict]:
-    """Three opens of each capture: the first one after `trnx capture` (the index it recorded;
-    the trace is validated), one with no index at all (built, then saved), and a reopen."""
+OPENS = ("cold", "after capture", "no index", "reopen")
+
+
+def figure_window(paths: dict[str, Path], repeat: int, baseline_tree: Path | None = None,
+                  opens: tuple[str, ...] = OPENS) -> list[dict]:
+    """Opens of each capture: "cold", the index `trnx capture` recorded with none of the trace's
+    files in the page cache (page_cache.evict: this trace's pages only); "after capture", that
+    index with the files as the page cache holds them; "no index" (built, then saved); "reopen".
+    With a baseline tree, its window too, alternated with this tree's (baseline first); cold
+    and reopen `repeat` times each. Beside them `trnx summary` warm (best of `repeat`) and cold."""
     rows = []
+    trees = [ROOT] if baseline_tree is None else [baseline_tree, ROOT]
     for name, p in paths.items():
         if name == "12M-mx":
             continue
         cache, kept = p / "timeline-index.cache", recorded_index(name)
-        opened = {}
-        for how in ("after capture", "no index", "reopen"):
-            if how == "after capture":
-                if not kept.exists():
-                    continue  # captured before captures recorded the index
-                shutil.copyfile(kept, cache)  # ours: the capture wrote it
-            if how == "no index":
-                cache.unlink(missing_ok=True)  # ours: the first open writes it again
-            runs = []
-            for _ in range(repeat if how == "reopen" else 1):
-                r = run(["view", str(p), "--smoke-test", "--timings"])
-                runs.append({**json.loads(r["stdout"].strip().splitlines()[-1]), "wall_s": r["wall_s"],
-                             "peak_anon_mib": r["peak_anon_mib"], "load": os.getloadavg()[0]})
-            opened[how] = min(runs, key=lambda o: o["first_frame_s"])
+        opened: dict[str, dict[str, dict]] = {str(t): {} for t in trees}
+        for how in opens:
+            if how in ("cold", "after capture") and not kept.exists():
+                continue  # captured before captures recorded the index
+            runs: dict[str, list[dict]] = {str(t): [] for t in trees}
+            for _ in range(repeat if how in ("cold", "reopen") else 1):
+                for tree in trees:
+                    if how in ("cold", "after capture"):
+                        shutil.copyfile(kept, cache)  # ours: the capture wrote it
+                    if how == "cold":
+                        page_cache.evict(p)
+                    if how == "no index":
+                        cache.unlink(missing_ok=True)  # ours: the first open writes it again
+                    load = os.getloadavg()[0]
+                    r = run(["view", str(p), "--smoke-test", "--timings"], tree=tree)
+                    runs[str(tree)].append({**json.loads(r["stdout"].strip().splitlines()[-1]), "wall_s": r["wall_s"],
+                                            "peak_anon_mib": r["peak_anon_mib"], "load": load})
+            for t, got in runs.items():
+                opened[t][how] = {**min(got, key=lambda o: o["first_frame_s"]), "runs": got}
         summary = best([run(["summary", str(p), "--json"]) for _ in range(repeat)])
+        cold_summary = []
+        for _ in range(repeat):
+            page_cache.evict(p)
+            cold_summary.append(run(["summary", str(p), "--json"]))
+        cold = best(cold_summary)
         size = disk_gib(p)
-        rows.append({"figure": "window", "trace": name, "opens": opened, "summary": summary, "trace_gib": size})
-        for how, o in opened.items():
-            print(f"window {name} ({size:.2f} GiB), {how}: first frame {o['first_frame_s']:.2f} s, analyses "
-                  f"{o['analyses_s']:.2f} s ({o['analyses_s'] / summary['wall_s']:.2f}x trnx summary's "
-                  f"{summary['wall_s']:.2f} s), peak {o['peak_rss_mb'] / 1024:.2f} GiB = "
-                  f"{o['peak_rss_mb'] / 1024 / size:.2f}x the trace"
-                  + (f" (anonymous {o['peak_anon_mib'] / 1024:.2f} GiB, sampled)" if o.get("peak_anon_mib") else "")
-                  + f"; load {o['load']:.1f}", flush=True)
+        rows.append({"figure": "window", "trace": name, "opens": opened[str(ROOT)], "summary": summary,
+                     "cold_summary": cold, "trace_gib": size,
+                     **({"baseline_tree": {"tree": str(baseline_tree), "opens": opened[str(baseline_tree)]}}
+                        if baseline_tree is not None else {})})
+        print(f"window {name}: trnx summary {summary['wall_s']:.2f} s warm, {cold['wall_s']:.2f} s cold "
+              f"(median {cold['median_wall_s']:.2f} s)", flush=True)
+        for tree in trees:
+            label = "this tree" if tree == ROOT else f"baseline {tree}"
+            for how, o in opened[str(tree)].items():
+                ref = cold if how == "cold" else summary
+                print(f"window {name} ({size:.2f} GiB), {label}, {how}: first frame {o['first_frame_s']:.2f} s, "
+                      f"analyses {o['analyses_s']:.2f} s ({o['analyses_s'] / ref['wall_s']:.2f}x trnx summary's "
+                      f"{ref['wall_s']:.2f} s{' cold' if how == 'cold' else ''}), peak {o['peak_rss_mb'] / 1024:.2f} GiB = "
+                      f"{o['peak_rss_mb'] / 1024 / size:.2f}x the trace"
+                      + (f" (anonymous {o['peak_anon_mib'] / 1024:.2f} GiB, sampled)" if o.get("peak_anon_mib") else "")
+                      + f"; load {o['load']:.1f}"
+                      + (f"; every run's first frame / analyses: " + ", ".join(
+                          f"{x['first_frame_s']:.2f}/{x['analyses_s']:.1f}" for x in o["runs"]) if len(o["runs"]) > 1 else ""),
+                      flush=True)
     return rows
 
 
@@ -442,7 +476,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--recapture", action="store_true", help="capture again even when a cached capture matches")
     ap.add_argument("--baseline-tree", type=Path,
-                    help="run this checkout's code too, alternated (capture and frames figures)")
+                    help="run this checkout's code too, alternated (capture, window and frames figures)")
+    ap.add_argument("--opens", default=",".join(OPENS), help="the window figure's opens (default: all)")
     ap.add_argument("--anon-limit-gb", type=float,
                     help="kill the bench and its children if their anonymous memory exceeds this (GB)")
     ap.add_argument("--pandas-baseline", nargs="+", type=Path, help=argparse.SUPPRESS)
@@ -480,7 +515,7 @@ def main() -> None:
     if "rules" in figures:
         results += figure_rules(paths, a.repeat)
     if "window" in figures:
-        results += figure_window(paths, a.repeat)
+        results += figure_window(paths, a.repeat, a.baseline_tree, tuple(a.opens.split(",")))
     if "frames" in figures:
         results += figure_frames(paths, a.repeat, a.baseline_tree)
     for r in results:

@@ -19,6 +19,7 @@ from PySide6.QtCore import QThread, Signal
 from explorer.model.timeline import index_cache, lod, scan_ahead
 from explorer.model.timeline.trace_index import TraceIndex
 from explorer.model.timeline.utilisation import Utilisation
+from explorer.ui import thread_priority
 from simcore.errors import MiB, MemoryNeed, describe, path_bytes, user_caused
 
 GUI_MEMORY = MemoryNeed(280 * MiB, 1.6, 720 * MiB, 3.7)
@@ -156,7 +157,11 @@ class TraceLoader(QThread):
 
     def _verify(self, result: LoadedTrace) -> None:
         """Hash every table file against meta.json's checksums (format 1.3), after the trace is
-        on screen: hashing a 10 GB trace takes seconds, which the window does not wait for."""
+        on screen: hashing a 10 GB trace takes seconds, which the window does not wait for. It
+        reads the whole trace, so it yields the disk and the cores (`thread_priority`: this thread
+        and the hashing threads it starts) to the first frames and the analyses, which read only
+        what they need of a trace not in the page cache (docs/PERFORMANCE.md, cold opens)."""
+        thread_priority.yield_to_foreground()
         try:
             result.index.trace.verify_checksums(stop=lambda: self._cancel)
         except Exception as exc:  # one sentence in the dialog (describe); a bug keeps its traceback on stderr

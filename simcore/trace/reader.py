@@ -7,7 +7,9 @@ naming the file and what is wrong with it (`TraceFormatError`).
 
 from __future__ import annotations
 
+import errno
 import json
+import mmap
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -203,14 +205,38 @@ def _check_buffers(table: pa.Table, codes: bool = True) -> None:
                     raise ValueError("dictionary code out of range")
 
 
+def _read_mapped(file: Path) -> pa.Table:
+    """The IPC file's table over a read-only mapping of it, zero-copy.
+
+    Reading the table reads the footer and each record batch's header: one page each, but a
+    fault in a mapped file makes the kernel read the pages around it too (read_ahead_kb: 8 MiB
+    on the disk the benches ran on), so mapping the tables of a 100M-event trace not in the page
+    cache read 1.8 GB (8 MiB per record batch) in 1.6 s, before anything asked for a column. The
+    mapping is marked random while the headers are read (1 MB and 0.02 s in all), then normal
+    again for the scans that follow."""
+    with open(file, "rb") as fh:
+        try:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as exc:  # no address space left for it: memory's sentence, not a damaged file's
+            if exc.errno == errno.ENOMEM:
+                raise MemoryError(f"cannot map {file}") from None
+            raise
+    advise = getattr(mapped, "madvise", None)
+    if advise is not None and hasattr(mmap, "MADV_RANDOM"):
+        advise(mmap.MADV_RANDOM)
+    table = ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
+    if advise is not None and hasattr(mmap, "MADV_NORMAL"):
+        advise(mmap.MADV_NORMAL)
+    return table
+
+
 def _read_file(file: Path, spec: S.TableSpec, expected_rows: int | None, trace_dir: Path | None = None,
                codes: bool = True) -> pa.Table:
     if trace_dir is not None:
         _check_inside(trace_dir, file)
     _check_magic(file)
     try:
-        source = pa.memory_map(str(file), "r")
-        table = ipc.open_file(source).read_all()
+        table = _read_mapped(file)
         table.schema.names  # noqa: B018 - corrupt field names raise here, not in a caller
         _check_buffers(table, codes)
     except (pa.ArrowException, OSError, UnicodeDecodeError, ValueError) as exc:

@@ -88,3 +88,38 @@ def test_a_smoke_test_of_a_damaged_trace_exits_2_with_the_windows_sentence(qapp,
     ok = write_timeline_trace(tmp_path / "ok.trnx")
     code, out, err = trnx("view", ok, "--smoke-test")
     assert code == 0 and "first frame rendered" in out, err
+
+
+def test_the_checksums_are_verified_on_threads_that_yield_the_disk_and_the_cores(qtbot, tmp_path, monkeypatch):
+    """The verification reads the whole trace while the first frames and the analyses read what
+    they show: its hashing threads ask for the idle I/O class and niceness 19 (Linux), the GUI
+    thread keeps its own."""
+    import sys
+    import threading
+
+    import pytest
+
+    if sys.platform != "linux":
+        pytest.skip("per-thread I/O class and niceness are Linux's")
+    from explorer.ui import open_window, thread_priority
+    from simcore.trace import reader
+
+    seen = []
+    real = reader.file_checksum
+
+    def hashing(*args, **kwargs):
+        seen.append((threading.get_native_id(), thread_priority.io_class(), thread_priority.niceness()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "file_checksum", hashing)
+    gui = (thread_priority.io_class(), thread_priority.niceness())
+    w = open_window(write_timeline_trace(tmp_path / "t.trnx"))
+    qtbot.addWidget(w)
+    from explorer.ui.loader import TraceLoader
+
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=30_000)
+    for loader in w.findChildren(TraceLoader):
+        loader.wait(30_000)
+    assert seen and all(io == thread_priority.IOPRIO_CLASS_IDLE and nice == 19 for _, io, nice in seen), seen
+    assert threading.get_native_id() not in {tid for tid, _, _ in seen}
+    assert (thread_priority.io_class(), thread_priority.niceness()) == gui
