@@ -1,8 +1,7 @@
 """A TraceWriter whose work runs on two threads, so the disk and a second core work while the
 caller computes.
 
-A capture of 100M events writes ~9 GB; past the kernel's dirty-page limits every write waits for
-the disk, which then sets the pace of the whole capture unless the simulation runs meanwhile.
+A capture of 100M events writes ~9 GB, which takes the disk ~9 s: the simulation runs meanwhile.
 Each batch goes through two stages after `write` queues it:
 
 - `trace-prepare`: the rows checked and made a record batch with the table's dictionary codes
@@ -10,8 +9,9 @@ Each batch goes through two stages after `write` queues it:
   recorder, which scans and checks every row). In a 100M-event capture that is ~2.5 s of CPU the
   caller (the simulation, building each track's rows) no longer spends: on 2 cores the two run
   at once. Most of it is numpy, Arrow and compiled scans that let go of the GIL.
-- `trace-writer`: the file writes (`TraceWriter.append`: Arrow's native file, the kernel's copy
-  into the page cache), which let go of the GIL too.
+- `trace-writer`: the file writes (`TraceWriter.append`: Arrow's IPC writer, its buffers copied
+  into page-aligned chunks that two more threads hash and write with O_DIRECT,
+  simcore/trace/diskwrite.py), which let go of the GIL for the copies, hashes and writes.
 
 Each stage is one thread taking its queue first in first out, so batches are prepared, observed
 and appended in the order written: the files are byte for byte what the same writes give in the

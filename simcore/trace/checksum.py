@@ -38,7 +38,8 @@ def algorithm_of(checksum: str) -> str:
     return checksum.partition(":")[0]
 
 
-def _new(algorithm: str) -> Any:
+def new_hash(algorithm: str) -> Any:
+    """A fresh hash object of `algorithm` (a key of ALGORITHMS)."""
     try:
         return ALGORITHMS[algorithm]()
     except KeyError:
@@ -47,13 +48,13 @@ def _new(algorithm: str) -> Any:
 
 def combine(block_digests: list[bytes], algorithm: str = ALGORITHM) -> str:
     """The file's checksum from its blocks' digests, as meta.json writes it."""
-    h = _new(algorithm)
+    h = new_hash(algorithm)
     h.update(b"".join(block_digests))
     return f"{algorithm}:{h.hexdigest()}"
 
 
 def _block_digest(fd: int, offset: int, length: int, algorithm: str = ALGORITHM) -> bytes:
-    h = _new(algorithm)
+    h = new_hash(algorithm)
     buf = bytearray(min(_READ, max(length, 1)))
     view = memoryview(buf)
     end = offset + length
@@ -71,7 +72,7 @@ def _mapped_block_digest(fd: int, offset: int, length: int, algorithm: str = ALG
     out of the page cache (the writer's own files, which nobody truncates under it)."""
     if length <= 0 or offset % mmap.ALLOCATIONGRANULARITY:
         return _block_digest(fd, offset, length, algorithm)
-    h = _new(algorithm)
+    h = new_hash(algorithm)
     end = offset + length
     while offset < end:
         n = min(_MAP, end - offset)
@@ -84,7 +85,7 @@ def _mapped_block_digest(fd: int, offset: int, length: int, algorithm: str = ALG
 def file_checksum(path: Path, pool: ThreadPoolExecutor | None = None, algorithm: str = ALGORITHM) -> str:
     """The checksum of a file's bytes as they are now (its blocks hashed in `pool`'s threads),
     by `algorithm` (a key of ALGORITHMS: the one a recorded checksum names, to verify it)."""
-    _new(algorithm)  # (an unknown one fails before the file is opened)
+    new_hash(algorithm)  # (an unknown one fails before the file is opened)
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size
@@ -122,7 +123,7 @@ class WrittenFileHasher:
     costs the capture's simulation neither the GIL nor a Python call per written buffer."""
 
     def __init__(self, path: Path, pool: ThreadPoolExecutor, algorithm: str = ALGORITHM) -> None:
-        _new(algorithm)
+        new_hash(algorithm)
         self.algorithm = algorithm
         self._fd = os.open(path, os.O_RDONLY)
         self._pool = pool

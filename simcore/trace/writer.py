@@ -9,6 +9,7 @@ What may be at the target, and how it is replaced, is simcore/trace/target.py's.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -23,9 +24,11 @@ import pyarrow.ipc as ipc
 
 from simcore.errors import UserError
 from simcore.tempfiles import sibling
+from simcore.trace import diskwrite
 from simcore.trace import schema as S
 from simcore.trace.checksum import ALGORITHM, ALGORITHMS, WrittenFileHasher
 from simcore.trace.commit import CommitOrAbort
+from simcore.trace.diskwrite import DirectFile, DirectIO
 from simcore.trace.target import check_target, clean_directory, install
 
 COMPRESSIONS = (None, "lz4", "zstd")
@@ -158,29 +161,43 @@ def _max_sum(a: np.ndarray, b: np.ndarray) -> int:
 
 
 class _TableFile:
-    """One open Arrow IPC file (a table, or one chip's partition of it)."""
+    """One open Arrow IPC file (a table, or one chip's partition of it), written around the page
+    cache where the filesystem allows (simcore/trace/diskwrite.py), through it where not."""
 
     def __init__(self, path: Path, schema: pa.Schema, options: ipc.IpcWriteOptions, pool: ThreadPoolExecutor,
-                 algorithm: str = ALGORITHM) -> None:
+                 algorithm: str = ALGORITHM, io: DirectIO | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # pyarrow writes natively (no Python call per buffer); the blocks are hashed on `pool`'s
-        # threads as they complete, read back from the page cache
-        self.sink = pa.OSFile(str(path), mode="wb")
+        self.direct: DirectFile | None = None
         hasher = None
+        if diskwrite.DIRECT and io is not None:
+            try:  # Arrow's buffers gathered, hashed from memory and written around the page cache
+                self.direct = hasher = DirectFile(path, io, algorithm)
+            except OSError as e:
+                if e.errno not in (errno.EINVAL, errno.EOPNOTSUPP):
+                    raise
+        if self.direct is not None:
+            self.sink = pa.PythonFile(self.direct, mode="w")
+        else:
+            # (a filesystem refusing O_DIRECT) pyarrow writes natively; the blocks are hashed on
+            # `pool`'s threads as they complete, read back from the page cache
+            self.sink = pa.OSFile(str(path), mode="wb")
         try:
-            self.hasher = hasher = WrittenFileHasher(path, pool, algorithm)
+            if self.direct is None:
+                hasher = WrittenFileHasher(path, pool, algorithm)
+            self.hasher = hasher
             self.writer = ipc.new_file(self.sink, schema, options=options)
         except BaseException:  # (a full disk): the trace writer's abort does not know this file yet
             self.sink.close()
             if hasher is not None:
-                hasher.close()
+                hasher.close() if self.direct is None else self.direct.abort()
             raise
         self.rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         self.writer.write_batch(batch)
         self.rows += batch.num_rows
-        self.hasher.written(self.sink.tell())
+        if self.direct is None:
+            self.hasher.written(self.sink.tell())
 
     def close(self) -> None:
         """Finish the file (its checksum is then being computed: `checksum` waits for it)."""
@@ -189,7 +206,8 @@ class _TableFile:
             size = self.sink.tell()
         finally:
             self.sink.close()
-        self.hasher.finish(size)
+        if self.direct is None:
+            self.hasher.finish(size)
 
     def abort(self) -> None:
         """Close the file and stop hashing it, whatever state it is in."""
@@ -198,8 +216,11 @@ class _TableFile:
         except Exception:  # already failing (a full disk, a closed file); the file goes anyway
             pass
         finally:
+            if self.direct is not None:
+                self.direct.abort()
             self.sink.close()
-            self.hasher.close()
+            if self.direct is None:
+                self.hasher.close()
 
     @property
     def checksum(self) -> str:
@@ -268,6 +289,7 @@ class TraceWriter(CommitOrAbort):
         self._closed = False
         # hashes the table files' blocks as they are written (threads start with the first block)
         self._hashing = ThreadPoolExecutor(max_workers=2, thread_name_prefix="trace-hash")
+        self._io = DirectIO()  # (threads and memory of the files written around the page cache)
 
     # -- writing -----------------------------------------------------------------
     def write(self, table: str, data: TableData, *, chip: int | None = None) -> None:
@@ -298,7 +320,7 @@ class TraceWriter(CommitOrAbort):
         f = self._files.get(key)
         if f is None:
             f = self._files[key] = _TableFile(self._tmp / self._relpath(table, chip), S.spec(table).schema,
-                                              self._options, self._hashing, self.checksum_algorithm)
+                                              self._options, self._hashing, self.checksum_algorithm, self._io)
         if batch.num_rows:
             try:
                 f.write(batch)
@@ -356,7 +378,7 @@ class TraceWriter(CommitOrAbort):
                 if name not in self._partitioned:
                     self._files[(name, None)] = _TableFile(
                         self._tmp / self._relpath(name, None), spec.schema, self._options, self._hashing,
-                        self.checksum_algorithm)
+                        self.checksum_algorithm, self._io)
             for f in self._files.values():
                 f.close()
             meta = self._final_meta()  # waits for the files' checksums
@@ -368,6 +390,7 @@ class TraceWriter(CommitOrAbort):
             self.abort()
             raise
         self._hashing.shutdown()
+        self._io.shutdown()
         self._closed = True
         return self.path
 
@@ -411,6 +434,7 @@ class TraceWriter(CommitOrAbort):
                 pass
         self._files.clear()
         self._hashing.shutdown(cancel_futures=True)
+        self._io.shutdown()
         shutil.rmtree(self._tmp, ignore_errors=True)
         self._closed = True
 
