@@ -74,8 +74,10 @@ def load(trace_dir: str | os.PathLike[str]) -> list[Annotation]:
         return []
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{p} cannot be read ({type(exc).__name__}); move it aside to start afresh.") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise UserError(f"{p} is damaged (it is not JSON): it is left as it is; move it aside to annotate afresh.") from None
+    except OSError as exc:
+        raise UserError(f"{p} cannot be read ({exc.strerror or type(exc).__name__}); move it aside to annotate afresh.") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UserError(f"{p} is not a trnx annotations file.")
     if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:

@@ -45,6 +45,6 @@ def test_a_file_damaged_after_opening_is_never_replaced_by_a_change(trace_dir):
     s = A.AnnotationSet(trace_dir)
     s.add_marker(1_000, "kept")
     A.path_of(trace_dir).write_text("{hand-edited, broken")
-    with pytest.raises(UserError, match="cannot be read"):
+    with pytest.raises(UserError, match="annotations.json is damaged"):
         s.add_marker(2_000, "new")
     assert A.path_of(trace_dir).read_text() == "{hand-edited, broken"

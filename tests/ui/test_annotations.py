@@ -134,8 +134,18 @@ def test_a_damaged_file_is_one_sentence(window, qtbot, trace_path):
     window.close_trace()
     window.open_path(trace_path)
     qtbot.waitUntil(lambda: window.loaded is not None, timeout=20_000)
-    assert "annotations.json cannot be read" in window.statusBar().currentMessage()
+    damaged = f"{trace_path / 'annotations.json'} is damaged (it is not JSON): it is left as it is; move it aside to annotate afresh."
+    assert window.statusBar().currentMessage() == f"annotations: {damaged}"
+    panel = window.findChild(QWidget, "annotations")
+    window.panels["Annotations"].raise_()
+    assert panel.findChild(QLabel, "annotations-delta").text() == damaged  # the panel says why it is empty
+    window.statusBar().clearMessage()
+    QTest.mouseClick(panel.findChild(QToolButton, "annotate-marker"), Qt.LeftButton)  # annotating anyway
+    assert window.statusBar().currentMessage() == f"annotations: {damaged}"  # not "open a trace first"
+    assert panel.items == []
     assert (trace_path / "annotations.json").read_text() == "{not json"  # never overwritten
+    window.close_trace()
+    assert panel.findChild(QLabel, "annotations-delta").text() == ""
 
 
 def test_overwrite_refuses_a_trace_holding_annotations(trace_path):

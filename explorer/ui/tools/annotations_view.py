@@ -91,6 +91,7 @@ class QtAnnotations(QWidget):
         self.state = state
         self.store: A.AnnotationSet | None = None
         self.delta: object | None = None  # the last SelectionSummary between two annotations
+        self.unusable = ""  # why the open trace cannot be annotated (its annotations file is damaged)
         self._generation = 0
         self.model = FrameTableModel([
             Column("id", "#", text), Column("kind", "kind", text),
@@ -131,22 +132,25 @@ class QtAnnotations(QWidget):
         return self.store.items if self.store is not None else []
 
     def set_trace_dir(self, path) -> None:
-        """Show the annotations of the trace in `path` (None: none)."""
+        """Show the annotations of the trace in `path` (None: none). A damaged annotations file is
+        said once and kept as the reason nothing can be annotated (the file is never rewritten)."""
         self.store = None
+        self.unusable = ""
         try:
             self.store = A.AnnotationSet(path) if path is not None else None
         except UserError as exc:
-            self.failed.emit(str(exc))
+            self.unusable = str(exc)
+            self.failed.emit(self.unusable)
         self._refresh()
 
     def _refresh(self) -> None:
         self.model.set_frame(_frame(self.items, self.state.origin))
-        self.delta_label.setText("")
+        self.delta_label.setText(self.unusable)
         self.changed.emit()
 
     def _do(self, fn, *args):
         if self.store is None:
-            self.failed.emit("open a trace first: annotations belong to a trace.")
+            self.failed.emit(self.unusable or "open a trace first: annotations belong to a trace.")
             return None
         try:
             out = fn(*args)
@@ -211,7 +215,7 @@ class QtAnnotations(QWidget):
     def _selection_changed(self) -> None:
         ids = self.selected_ids()
         if len(ids) != 2 or self.store is None or self.state.index is None:
-            self.delta_label.setText("")
+            self.delta_label.setText(self.unusable)
             return
         a, b = (self.store.get(i) for i in ids)
         index = self.state.index
