@@ -99,6 +99,23 @@ def test_saved_queries_are_kept_per_user(window, qtbot):
     assert "my dma" not in again.saved_names()
 
 
+def test_saving_a_query_under_a_taken_name_asks_first(window, qtbot):
+    from PySide6.QtWidgets import QMessageBox
+
+    from ui.dialogs import answering, click, type_name
+
+    c = console(window)
+    c.editor.setPlainText("SELECT * FROM dma")
+    assert answering(c.save_button.click, type_name("mine")) == []  # a new name: no question
+    c.editor.setPlainText("SELECT * FROM kernels")
+    said = []
+    assert answering(c.save_button.click, type_name("mine"), click(QMessageBox.No, said)) == []
+    assert said == ["There is already a saved query named 'mine'. Replace it?"]
+    assert c._saved_sql()["mine"] == "SELECT * FROM dma"
+    assert answering(c.save_button.click, type_name("mine"), click(QMessageBox.Yes)) == []
+    assert c._saved_sql()["mine"] == "SELECT * FROM kernels"
+
+
 def test_run_returns_at_once_on_a_big_trace(qtbot, tmp_path):
     """The query runs on the tools' worker: the GUI thread only starts it and shows the result."""
     from pathlib import Path

@@ -37,3 +37,38 @@ def test_named_layouts_restore_the_docks(window, qtbot):
     assert "analysis" in layouts.names()
     layouts.delete("analysis")
     assert "analysis" not in layouts.names()
+
+
+def test_saving_a_layout_under_a_taken_name_asks_first(window, qtbot):
+    """Save layout as... with a name already used: the user is asked, No keeps the old layout,
+    Yes replaces it; the API refuses without overwrite."""
+    import pytest
+    from PySide6.QtWidgets import QMessageBox
+
+    from simcore.errors import UserError
+    from ui.dialogs import answering, click, type_name
+
+    layouts = window.tools.layouts
+    details = window.panels["Details"]
+    layouts.save("mine")  # Details on the right
+    window.removeDockWidget(details)
+    window.addDockWidget(Qt.LeftDockWidgetArea, details)
+    details.show()
+    layouts.menu.aboutToShow.emit()
+    save = next(a for a in layouts.menu.actions() if a.objectName() == "action-save-layout")
+    said = []
+    assert answering(save.trigger, type_name("mine"), click(QMessageBox.No, said)) == []
+    assert said == ["There is already a layout named 'mine'. Replace it?"]
+    layouts.restore("mine")
+    assert window.dockWidgetArea(details) == Qt.RightDockWidgetArea  # kept: the user said No
+    with pytest.raises(UserError, match="there is already a layout named 'mine'"):
+        layouts.save("mine")
+    window.removeDockWidget(details)
+    window.addDockWidget(Qt.LeftDockWidgetArea, details)
+    details.show()
+    assert answering(save.trigger, type_name("mine"), click(QMessageBox.Yes)) == []
+    window.removeDockWidget(details)
+    window.addDockWidget(Qt.RightDockWidgetArea, details)
+    layouts.restore("mine")
+    assert window.dockWidgetArea(details) == Qt.LeftDockWidgetArea  # replaced
+    assert layouts.names().count("mine") == 1

@@ -4,6 +4,7 @@ sizes and tabs) under a name in the user's settings and restores them by name.
 The same `QMainWindow.saveState` the window keeps between runs (`explorer.ui.settings`), one
 entry per name under `layouts/`; a layout saved before the docks changed (another
 `STATE_VERSION`) is refused with one sentence rather than applied to the wrong docks.
+Saving under a name already taken asks before replacing that layout.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog, QMainWindow, QMenu
 
 from explorer.ui.settings import STATE_VERSION
+from explorer.ui.tools.confirm import replace_ok
 from simcore.errors import UserError
 
 PREFIX = "layouts/"
@@ -34,10 +36,18 @@ class Layouts:
         keys = [k for k in self.store.allKeys() if k.startswith(PREFIX)]
         return sorted(k[len(PREFIX):] for k in keys)
 
-    def save(self, name: str) -> None:
-        name = name.strip().replace("/", "-")
+    @staticmethod
+    def clean(name: str) -> str:
+        """The name as it is kept ("/" would nest settings groups)."""
+        return name.strip().replace("/", "-")
+
+    def save(self, name: str, overwrite: bool = False) -> None:
+        """Keep the window's arrangement as `name`; one of that name is replaced only with `overwrite`."""
+        name = self.clean(name)
         if not name:
             raise UserError("a layout needs a name.")
+        if not overwrite and name in self.names():
+            raise UserError(f"there is already a layout named '{name}'; choose another name or replace it.")
         self.store.setValue(PREFIX + name, self.window.saveState(STATE_VERSION))
         self.store.sync()
 
@@ -53,9 +63,14 @@ class Layouts:
         self.store.sync()
 
     def ask_save(self) -> None:
+        """Ask for a name; a name already taken asks again before its layout is replaced."""
         name, ok = QInputDialog.getText(self.window, "Save layout", "Name of this arrangement of panels:")
-        if ok and name.strip():
-            self.save(name)
+        name = self.clean(name)
+        if not ok or not name:
+            return
+        if name in self.names() and not replace_ok(self.window, "layout", name):
+            return
+        self._guarded(self.save, name, True)
 
     def _fill(self) -> None:
         m = self.menu
@@ -83,3 +98,4 @@ class Layouts:
             tools = getattr(self.window, "tools", None)
             if tools is not None:
                 tools._error("Layouts", str(exc))
+

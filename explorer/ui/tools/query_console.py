@@ -27,6 +27,7 @@ from explorer.model.units import plural
 from explorer.ui.frame_table import Column, FrameTableModel, make_table, number, text
 from explorer.ui.panes import fill, split, stack
 from explorer.ui.tools.background import run_tool
+from explorer.ui.tools.confirm import replace_ok
 
 SHOWN_ROWS = 5000  # the table shows this many rows; the pinned track gets all of them
 SAVED_KEY = "query/saved"
@@ -240,22 +241,32 @@ class QtQueryConsole(QWidget):
         if sql is not None:
             self.editor.setPlainText(sql)
 
-    def save_as(self, name: str) -> None:
-        """Save the editor's query under `name` (replacing one of that name)."""
+    def save_as(self, name: str, overwrite: bool = False) -> bool:
+        """Save the editor's query under `name`; one of yours of that name is replaced only with
+        `overwrite` (False returned: nothing saved)."""
         name = name.strip()
         if not name:
-            return
+            return False
         saved = self._user_saved()
+        if name in saved and not overwrite:
+            return False
         saved[name] = self.editor.toPlainText()
         store = self._store()
         store.setValue(SAVED_KEY, json.dumps(saved))
         store.sync()
         self._fill_saved(name)
+        return True
 
     def ask_save(self) -> None:
+        """Ask for a name; one of your saved queries of that name is replaced only if you say so."""
         name, ok = QInputDialog.getText(self, "Save query", "Name:", text=self.saved.currentText())
-        if ok:
-            self.save_as(name)
+        name = name.strip()
+        if not ok or not name:
+            return
+        overwrite = name in self._user_saved()
+        if overwrite and not replace_ok(self, "saved query", name):
+            return
+        self.save_as(name, overwrite)
 
     def delete_current(self) -> None:
         saved = self._user_saved()
