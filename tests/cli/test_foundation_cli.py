@@ -110,6 +110,26 @@ def test_presets_keep_their_columns_however_long_the_names():
     assert len({re.search(r"--shape \S+ +", line).end() for line in shapes}) == 1  # and the help after the shape
 
 
+def test_capture_names_a_detail_core_that_got_no_work(tmp_path):
+    """A micro-benchmark runs on core 0: --cores 5 records engine rows for core 5 that stay empty,
+    which the user hears of in one line (also with --quiet); a core that ran is not mentioned."""
+    from clirun import trnx as trnx_in_process
+
+    code, out, err = trnx_in_process("capture", "-w", "gemm", "--shape", "256,256,256", "--cores", "5", "-q",
+                                     "-o", tmp_path / "g5.trnx")
+    assert code == 0 and out == ""
+    assert err == ("note: core 5 got no work (the workload ran on core 0; --compute-cores spreads it over more): "
+                   "its instruction rows are empty.\n")
+    code, out, err = trnx_in_process("capture", "-w", "gemm", "--shape", "256,256,256", "--cores", "0,5",
+                                     "--compute-cores", "2", "-o", tmp_path / "g2.trnx")
+    assert code == 0 and out.startswith("wrote ") and err == (
+        "note: core 5 got no work (the workload ran on cores 0-1; --compute-cores spreads it over more): "
+        "its instruction rows are empty.\n")
+    code, out, err = trnx_in_process("capture", "-w", "gemm", "--shape", "256,256,256", "--cores", "0",
+                                     "-o", tmp_path / "g0.trnx")
+    assert code == 0 and err == ""
+
+
 def test_capture_counts_what_it_wrote_in_words_that_agree(tmp_path):
     from clirun import trnx as trnx_in_process
 

@@ -76,7 +76,9 @@ Multi-chip (degrees count ranks = logical cores, 4 a chip at LNC=2; docs/simulat
   trnx capture -H trn3-ultraserver-gen1 -w llama3.1-8b --tp 16 --cores 0 --detail-chips 0,3 -o detail.trnx
   trnx capture -H trn3-ultraserver-gen2 -w llama3.1-405b --tp 64 --pp 9 --scheduler tcp://head:8786 -o big.trnx
 
-`trnx presets` lists the hardware presets, models and micro-benchmarks.""")
+`trnx presets` lists the hardware presets, models and micro-benchmarks. A core in --cores the
+workload does not run on (a micro-benchmark runs on core 0 unless --compute-cores spreads it)
+gets empty instruction rows; capture says so in one line (on stderr, also with --quiet).""")
 @capture_options
 @click.option("--output", "-o", required=True, type=click.Path(), help="Trace directory to write (NAME.trnx).")
 @click.option("--compression", type=click.Choice(["none", "lz4", "zstd"]), default="none", show_default=True,
@@ -117,9 +119,14 @@ def capture(output: str, compression: str, scheduler: str | None, quiet: bool, *
         if runner is not None:
             runner.close()
     recorder.save(path)
+    from explorer.model.idle_cores import idle_cores_note
+    from simcore.trace import open_trace
+
+    note = idle_cores_note(open_trace(path, validate=False))
+    if note:
+        click.echo(note, err=True)  # even with --quiet: the rows asked for are empty
     if not quiet:
         from explorer.model.units import plural
-        from simcore.trace import open_trace
 
         trace = open_trace(path, validate=False)
         events = trace.row_count("instructions") + trace.row_count("dma")
