@@ -96,3 +96,41 @@ def test_a_decode_matmul_is_near_its_share_of_hbm_not_11_percent_of_the_chip(tmp
     assert r.hbm_sharing == pytest.approx(8.0, abs=0.5)
     assert r.efficiency_percent > 60 and r.chip_efficiency_percent < 15
     assert abs(r.chip_hbm_percent - r.efficiency_percent) < 15  # the chip's HBM is as busy as the core's share says
+
+
+def test_mix_and_queues_equal_pandas_on_a_sample():
+    """The numpy grouping (on a worker beside the GUI thread, so no pandas per-row work) gives what
+    a pandas groupby of the same rows gives, in the same order."""
+    from pathlib import Path
+
+    from explorer.model.analysis.summary import SMALL_DMA_BYTES_PER_PARTITION
+    from explorer.model.tracks import ENGINE_OF_KIND
+
+    sample = open_trace(Path(__file__).resolve().parents[2] / "sample_traces" / "llama3.1-8b-decode.trnx")
+    ins = sample.to_pandas("instructions").astype({"opcode": str})
+    dma = sample.to_pandas("dma")
+    tracks = sample.to_pandas("tracks").astype({"kind": str, "name": str}).set_index("track_id")
+    engine_of_track = tracks["kind"].map(lambda k: ENGINE_OF_KIND.get(k, k))
+    busiest = (ins[ins.kernel_id >= 0]["kernel_id"].value_counts().index[:3].tolist()
+               + dma[dma.kernel_id >= 0]["kernel_id"].value_counts().index[:2].tolist())
+    for kid in busiest:
+        d = kernel_details(sample, int(kid))
+        mine = ins[ins.kernel_id == kid].assign(engine=lambda f: engine_of_track[f.track_id].to_numpy())
+        want = (mine.groupby(["opcode", "engine"], as_index=False)
+                .agg(count=("dur_ns", "size"), time_ns=("dur_ns", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"))
+                .sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True))
+        got = d.instruction_mix
+        assert len(got) == len(want) > 0
+        for c in ("opcode", "engine", "count", "time_ns", "flops", "bytes"):
+            assert got[c].tolist() == want[c].tolist(), (kid, c)
+        q = dma[dma.kernel_id == kid]
+        parts = q["partitions"].clip(lower=1)
+        want_q = (q.assign(pp=q["bytes"] / parts, small=q["bytes"] < SMALL_DMA_BYTES_PER_PARTITION * parts)
+                  .groupby("track_id").agg(transfers=("bytes", "size"), bytes=("bytes", "sum"), busy_ns=("dur_ns", "sum"),
+                                           avg=("pp", "mean"), small=("small", "sum")))
+        got_q = d.dma_queues.set_index("track_id")
+        assert got_q.index.tolist() == want_q.index.tolist()
+        assert got_q["name"].tolist() == tracks.loc[want_q.index, "name"].tolist()
+        for a, b in (("transfers", "transfers"), ("bytes", "bytes"), ("busy_ns", "busy_ns"), ("small_transfers", "small")):
+            assert got_q[a].tolist() == want_q[b].tolist(), (kid, a)
+        assert np.allclose(got_q["average_bytes_per_partition"], want_q["avg"])

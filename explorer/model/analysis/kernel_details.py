@@ -130,6 +130,18 @@ def chip_hbm_percent(trace: Trace, chip: int, t0: int, t1: int, bandwidth_gbps: 
     return 100.0 * total / bandwidth_gbps
 
 
+def _exact_sum(group: np.ndarray, x: np.ndarray, n: int) -> np.ndarray:
+    """Per group (0..n-1, each present) the sum of the int64 `x`, exactly: bincount's float
+    weights would round past 2**53."""
+    out = np.zeros(n, np.int64)
+    if len(x):
+        order = np.argsort(group, kind="stable")
+        g = group[order]
+        first = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
+        out[g[first]] = np.add.reduceat(x[order], first)
+    return out
+
+
 def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = None) -> KernelDetails:
     """Engine breakdown, instruction mix, DMA queues and roofline of one kernel."""
     h = hierarchy or Hierarchy(trace)
@@ -142,14 +154,19 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
     tracks = h.tracks
     notes: list[str] = []
 
-    # only this kernel's rows, taken chunk by chunk (no whole-column copies of a many-chunk table)
+    # only this kernel's rows, taken chunk by chunk (no whole-column copies of a many-chunk table).
+    # Grouped with numpy on integer codes, not pandas on strings: this runs on a worker beside the
+    # GUI thread, and pandas' per-row Python work held the GIL the window waits for.
     sel = rows_where(trace.instructions, "kernel_id", kernel_id)
     ins = take_rows(trace.instructions, sel)
-    tid = num(ins, "track_id") if len(sel) else np.array([], np.int32)
+    tid = num(ins, "track_id").astype(np.int64) if len(sel) else np.array([], np.int64)
     start = num(ins, "start_ns") if len(sel) else np.array([], np.int64)
-    d = num(ins, "dur_ns") if len(sel) else np.array([], np.int64)
-    engine = np.array([ENGINE_OF_KIND.get(x, x) for x in tracks.kind], dtype=object)[tid] if len(sel) else np.array([], object)
-    eidx = np.array([ENGINES.index(e) if e in ENGINES else len(ENGINES) for e in engine], dtype=np.int64)
+    d = num(ins, "dur_ns").astype(np.int64) if len(sel) else np.array([], np.int64)
+    # per track (a few hundred): its engine's name (a kind that is no engine names itself) and index
+    names = np.array([ENGINE_OF_KIND.get(x, x) for x in tracks.kind], dtype=object)
+    engine_names, track_engine = np.unique(names.astype(str), return_inverse=True) if len(names) else (np.array([], str), np.zeros(0, np.int64))
+    track_eidx = np.array([ENGINES.index(e) if e in ENGINES else len(ENGINES) for e in names], dtype=np.int64)
+    eidx = track_eidx[tid]
     busy = union_length_per_group(eidx, start, start + d, len(ENGINES) + 1)
     count = np.bincount(eidx, minlength=len(ENGINES) + 1)
     engines = pd.DataFrame({
@@ -161,17 +178,20 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
 
     if len(sel):
         oc, ov = codes(ins, "opcode")
+        ecode = track_engine[tid]
+        groups, group = np.unique(oc.astype(np.int64) * len(engine_names) + ecode, return_inverse=True)
+        n = len(groups)
         mix = pd.DataFrame({
-            "opcode": np.asarray(ov, dtype=object)[oc],
-            "engine": engine,
-            "time_ns": d,
-            "flops": num(ins, "flops"),
-            "bytes": num(ins, "bytes"),
+            "opcode": np.asarray(ov, dtype=object)[groups // len(engine_names)],
+            "engine": engine_names.astype(object)[groups % len(engine_names)],
+            "count": np.bincount(group, minlength=n).astype(np.int64),
+            "time_ns": _exact_sum(group, d, n),
+            "flops": _exact_sum(group, num(ins, "flops").astype(np.int64), n),
+            "bytes": _exact_sum(group, num(ins, "bytes").astype(np.int64), n),
         })
-        mix = mix.groupby(["opcode", "engine"], as_index=False).agg(
-            count=("time_ns", "size"), time_ns=("time_ns", "sum"), flops=("flops", "sum"), bytes=("bytes", "sum"))
-        total = max(int(mix["time_ns"].sum()), 1)
-        mix["time_percent"] = 100.0 * mix["time_ns"] / total
+        mix = mix.sort_values(["opcode", "engine"], kind="stable")  # groupby's order, then by time
+        tot = max(int(mix["time_ns"].sum()), 1)
+        mix["time_percent"] = 100.0 * mix["time_ns"] / tot
         mix = mix.sort_values("time_ns", ascending=False, kind="stable").reset_index(drop=True)
         mix = mix[["opcode", "engine", "count", "time_ns", "time_percent", "flops", "bytes"]]
     else:
@@ -181,21 +201,25 @@ def kernel_details(trace: Trace, kernel_id: int, hierarchy: Hierarchy | None = N
     dsel = rows_where(trace.dma, "kernel_id", kernel_id)
     dma = take_rows(trace.dma, dsel)
     if len(dsel):
-        q = pd.DataFrame({
-            "track_id": num(dma, "track_id"),
-            "start": num(dma, "start_ns"),
-            "dur": num(dma, "dur_ns"),
-            "bytes": num(dma, "bytes"),
-            "partitions": np.maximum(num(dma, "partitions"), 1),
+        qtid = num(dma, "track_id").astype(np.int64)
+        s = num(dma, "start_ns").astype(np.int64)
+        qdur = num(dma, "dur_ns").astype(np.int64)
+        qbytes = num(dma, "bytes").astype(np.int64)
+        parts = np.maximum(num(dma, "partitions").astype(np.int64), 1)
+        queue_ids, queue = np.unique(qtid, return_inverse=True)
+        n = len(queue_ids)
+        transfers = np.bincount(queue, minlength=n).astype(np.int64)
+        queues = pd.DataFrame({
+            "track_id": queue_ids,
+            "name": tracks.name[queue_ids],
+            "transfers": transfers,
+            "bytes": _exact_sum(queue, qbytes, n),
+            "busy_ns": _exact_sum(queue, qdur, n),
+            "average_bytes_per_partition": np.bincount(queue, weights=qbytes / parts, minlength=n) / transfers,
+            "small_transfers": np.bincount(queue, weights=qbytes < SMALL_DMA_BYTES_PER_PARTITION * parts,
+                                           minlength=n).astype(np.int64),
         })
-        q["small"] = q["bytes"] < SMALL_DMA_BYTES_PER_PARTITION * q["partitions"]
-        q["per_partition"] = q["bytes"] / q["partitions"]
-        queues = q.groupby("track_id", as_index=False).agg(
-            transfers=("bytes", "size"), bytes=("bytes", "sum"), busy_ns=("dur", "sum"),
-            average_bytes_per_partition=("per_partition", "mean"), small_transfers=("small", "sum"))
-        queues.insert(1, "name", tracks.name[queues["track_id"].to_numpy()])
-        s = q["start"].to_numpy()
-        dma_busy = int(union_length_per_group(np.zeros(len(q), np.int64), s, s + q["dur"].to_numpy(), 1)[0])
+        dma_busy = int(union_length_per_group(np.zeros(len(s), np.int64), s, s + qdur, 1)[0])
     else:
         queues = pd.DataFrame(columns=["track_id", "name", "transfers", "bytes", "busy_ns",
                                        "average_bytes_per_partition", "small_transfers"])
