@@ -7,7 +7,7 @@ import numpy as np
 
 from explorer.model.columns import num
 from explorer.model.tracks import ENGINE_OF_KIND, Tracks
-from simcore.trace import Trace
+from simcore.trace import Trace, open_trace
 
 
 def idle_detail_cores(trace: Trace) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
@@ -48,3 +48,8 @@ def idle_cores_note(trace: Trace) -> str | None:
     hint = "; --compute-cores spreads it over more" if single and busy else ""
     return (f"note: {_cores(idle, several)} got no work ({ran}{hint}): "
             f"{'its' if len(idle) == 1 else 'their'} instruction rows are empty.")
+
+
+def idle_cores_note_of(path) -> str | None:
+    """`idle_cores_note` of the trace written at `path` (what `trnx capture` says after writing it)."""
+    return idle_cores_note(open_trace(path, validate=False))

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 import simcore
 from explorer.cli.main import cli
+from explorer.model import idle_cores
 from simcore.capture.docgen import DOC, main as docgen_main, options_markdown
 from simcore.capture.options import OPTIONS, CaptureConfig, Option
 from simcore.errors import ConfigError
@@ -54,6 +55,7 @@ def test_every_declared_option_is_a_trnx_capture_flag_that_reaches_the_simulator
         assert opt.help in params[opt.name].help
     seen = {}
     monkeypatch.setattr(simcore.capture, "capture", lambda **kw: seen.update(kw) or Path(kw["out_path"]))
+    monkeypatch.setattr(idle_cores, "idle_cores_note_of", lambda path: None)  # (nothing was written to look at)
     out = tmp_path / "x.trnx"
     result = CliRunner().invoke(cli, ["capture", "-H", "trn3-ultraserver-gen1", "--tp", "4", "--jitter", "2%",
                                       "--straggler", "chip=1,slowdown=1.3", "--straggler", "chip=2,delay=5us",

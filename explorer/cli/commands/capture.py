@@ -119,14 +119,14 @@ def capture(output: str, compression: str, scheduler: str | None, quiet: bool, *
         if runner is not None:
             runner.close()
     recorder.save(path)
-    from explorer.model.idle_cores import idle_cores_note
-    from simcore.trace import open_trace
+    from explorer.model import idle_cores
 
-    note = idle_cores_note(open_trace(path, validate=False))
+    note = idle_cores.idle_cores_note_of(path)
     if note:
         click.echo(note, err=True)  # even with --quiet: the rows asked for are empty
     if not quiet:
         from explorer.model.units import plural
+        from simcore.trace import open_trace
 
         trace = open_trace(path, validate=False)
         events = trace.row_count("instructions") + trace.row_count("dma")
