@@ -15,7 +15,10 @@ before the window answers again, and its CPU time hardly depends on what else th
 runs, where `tools_gui.py`'s wall-clock gaps, on a shared 2-core machine, are mostly the load.
 Beside the CPU, each action reports its longest pass's wall time and that pass's CPU (a pass far
 longer than its CPU waited: for a core, or for the GIL a worker held), and `--stalls MS` samples
-every thread's stack while a pass has lasted over MS and reports the commonest.
+every thread's stack while a pass has lasted over MS and reports the commonest. A sampler in
+Python needs the GIL itself, so it cannot see who holds it during a freeze: `--freeze-dump S`
+has faulthandler's C watchdog (which runs without the GIL) write every thread's stack to
+stderr when a pass has lasted S seconds, where the thread in a long C call is the holder.
 `--root` runs another checkout's `explorer` (the same bench on the code before a change).
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import faulthandler
 import json
 import os
 import time
@@ -50,6 +54,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--stalls", type=float, default=0.0, metavar="MS",
                     help="sample every thread's stack while a pass has run longer than MS of wall time, and "
                          "report the most frequent stacks of the GUI thread and of the others")
+    ap.add_argument("--freeze-dump", type=float, default=0.0, metavar="S",
+                    help="when one pass has lasted S seconds, write every thread's Python stack to stderr "
+                         "(faulthandler, which needs no GIL: the thread holding it shows where)")
     args = ap.parse_args(argv)
     from gui_window import open_analysed
 
@@ -73,7 +80,10 @@ def main(argv: list[str] | None = None) -> dict:
             c, wall = time.thread_time(), time.perf_counter()
             if watch is not None:
                 watch.begin()
+            armed = args.freeze_dump and _arm(args.freeze_dump)
             app.processEvents()
+            if armed:
+                faulthandler.cancel_dump_traceback_later()
             if watch is not None:
                 watch.end()
             passes.append((time.thread_time() - c) * 1e3)
@@ -97,6 +107,16 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"trace": str(args.trace), "root": str(args.root), "load_1min": os.getloadavg()[0], "actions": rows}
     print(json.dumps(result))
     return result
+
+
+def _arm(seconds: float) -> bool:
+    """faulthandler's watchdog for this pass (a new thread each time; under a tight `prlimit --as`
+    starting it can fail, and that pass goes unwatched)."""
+    try:
+        faulthandler.dump_traceback_later(seconds, exit=False)
+    except RuntimeError:
+        return False
+    return True
 
 
 class _Watch:
