@@ -13,8 +13,9 @@ pass, of the worst pass, of the worst pass after the first (the first repaints t
 the new place; the later ones are the panels following it), and of all of them. A pass is what a user waits through
 before the window answers again, and its CPU time hardly depends on what else the machine
 runs, where `tools_gui.py`'s wall-clock gaps, on a shared 2-core machine, are mostly the load.
-Beside the CPU, each action reports its longest pass's wall time and that pass's CPU (a pass far
-longer than its CPU waited: for a core, or for the GIL a worker held), and `--stalls MS` samples
+Beside the CPU, each action reports its longest pass's wall time, that pass's CPU (a pass far
+longer than its CPU waited: for a core, or for the GIL a worker held) and its major page faults
+(reads from disk of a memory-mapped table the page cache had dropped: a wait holding the GIL), and `--stalls MS` samples
 every thread's stack while a pass has lasted over MS and reports the commonest. A sampler in
 Python needs the GIL itself, so it cannot see who holds it during a freeze: `--freeze-dump S`
 has faulthandler's C watchdog (which runs without the GIL) write every thread's stack to
@@ -29,6 +30,7 @@ import collections
 import faulthandler
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -74,11 +76,11 @@ def main(argv: list[str] | None = None) -> dict:
         c = time.thread_time()
         act()
         sync = (time.thread_time() - c) * 1e3
-        passes, walls = [], []
+        passes, walls, faults = [], [], []
         t = time.perf_counter()
         while time.perf_counter() - t < args.window:
             armed = args.freeze_dump and _arm(args.freeze_dump)  # (outside the pass: starting a thread takes time)
-            c, wall = time.thread_time(), time.perf_counter()
+            c, wall, f = time.thread_time(), time.perf_counter(), _major_faults()
             if watch is not None:
                 watch.begin()
             app.processEvents()
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
                 watch.end()
             passes.append((time.thread_time() - c) * 1e3)
             walls.append((time.perf_counter() - wall) * 1e3)
+            faults.append(_major_faults() - f)
             if armed:
                 faulthandler.cancel_dump_traceback_later()
             time.sleep(0.002)
@@ -97,7 +100,10 @@ def main(argv: list[str] | None = None) -> dict:
                      # wall time of the longest pass, with its CPU: a pass far longer than its CPU waited
                      # (for a core, or for Python's GIL held by a worker in a long C call)
                      "longest_pass_wall_ms": round(max(walls), 1),
-                     "its_cpu_ms": round(passes[walls.index(max(walls))], 1)})
+                     "its_cpu_ms": round(passes[walls.index(max(walls))], 1),
+                     # pages the GUI thread read from disk in that pass (a memory-mapped table evicted from the
+                     # page cache): it waits for the disk holding the GIL, so no other thread runs either
+                     "its_major_faults": faults[walls.index(max(walls))], "major_faults": sum(faults)})
         if watch is not None:
             rows[-1]["stalls"] = watch.report()
         print(json.dumps(rows[-1]), flush=True)
@@ -109,12 +115,19 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
+def _major_faults() -> int:
+    """Major page faults of this (the GUI) thread so far: each one a read from disk."""
+    import resource
+
+    return resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)).ru_majflt
+
+
 def _arm(seconds: float) -> bool:
     """faulthandler's watchdog for this pass (a new thread each time; under a tight `prlimit --as`
     starting it can fail, and that pass goes unwatched)."""
     try:
-        faulthandler.dump_traceback_later(seconds, exit=False)
-    except RuntimeError:
+        faulthandler.dump_traceback_later(seconds, exit=False, file=sys.__stderr__)  # (the process's own fd 2)
+    except (RuntimeError, ValueError, OSError):
         return False
     return True
 

@@ -25,7 +25,8 @@ def test_the_bench_follows_links_of_the_sample_it_is_given(qtbot, capsys, monkey
         import gui_passes
 
         trace = SAMPLES / "llama3.1-8b-decode.trnx"
-        result = gui_passes.main([str(trace), "--window", "0.2", "--settle", "0.2", "--deep", "--stalls", "20"])
+        result = gui_passes.main([str(trace), "--window", "0.2", "--settle", "0.2", "--deep", "--stalls", "20",
+                                     "--freeze-dump", "30"])
     finally:
         sys.path.remove(str(BENCH))
     actions = result["actions"]
@@ -39,5 +40,6 @@ def test_the_bench_follows_links_of_the_sample_it_is_given(qtbot, capsys, monkey
     for a in actions:
         assert 0 <= a["worst_later_pass_ms"] <= a["worst_pass_ms"] <= a["all_passes_ms"] and a["worst_pass_ms"] > 0, a
         assert a["its_cpu_ms"] <= a["worst_pass_ms"] and a["longest_pass_wall_ms"] > 0, a
+        assert 0 <= a["its_major_faults"] <= a["major_faults"], a
     assert all({"gui", "others"} <= set(a["stalls"]) for a in actions)
     assert '"actions"' in capsys.readouterr().out  # the JSON summary line
