@@ -1,13 +1,13 @@
 """Table files written around the page cache (O_DIRECT), so that the kernel's handling of
 dirty pages does not set a big capture's pace.
 
-A 100M-event capture writes ~9 GB. Through the page cache, this project's 2-core VMs spend
-~2.5 s of kernel CPU per GB in the writing thread once dirty pages pile up past
-vm.dirty_ratio: `dd bs=16M` of 8 GiB takes 21.7 s buffered and 7.9 s with O_DIRECT, and the
-trace writer's thread took 15-21 s of a 30 s capture. Starting each block's writeback at once
-(sync_file_range) and waiting for it two blocks later kept the pages cached but still cost
-10-12 s of CPU; evicting them too (POSIX_FADV_DONTNEED) came close to O_DIRECT but still copied
-every byte through the cache (docs/PERFORMANCE.md, "Capture").
+A 100M-event capture writes ~9 GB. Through the page cache, the writing thread of this project's
+2-core VMs spends 0.7-2.7 s of kernel CPU per GB making page-cache pages, more the fuller the cache
+(bench/disk_write.py; `dd bs=16M` of 8 GiB: 21.7 s buffered, 7.9 s with O_DIRECT), and the trace
+writer's thread took 6-15 s of a 15-32 s 100M capture. Starting each block's writeback at once
+(sync_file_range) and waiting for it two blocks later cost it 8.5 s with the pages kept, 6 s with
+them evicted (POSIX_FADV_DONTNEED): every byte still went into a page made for it. With O_DIRECT,
+1.5-2.9 s (docs/PERFORMANCE.md, "Capture: table files written around the page cache").
 
 So Arrow's IPC writer hands its buffers (without a copy) to a Python sink, DirectFile, that
 gathers them in page-aligned chunks; one thread hashes each chunk into its block's hash (the
@@ -55,13 +55,14 @@ class DirectIO:
 
     CHUNK = 8 << 20
     IN_FLIGHT = 4
+    WRITERS = 1
 
     def __init__(self) -> None:
         self.chunk = min(self.CHUNK, checksum.BLOCK)  # (BLOCK is a multiple of it)
         # one thread hashes every chunk in the order written (a block's hash is updated chunk after
         # chunk); another writes them, while the trace writer's thread fills the next
         self.hashing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-digest")
-        self.disk = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-disk")
+        self.disk = ThreadPoolExecutor(max_workers=self.WRITERS, thread_name_prefix="trace-disk")
         self._free: list[mmap.mmap] = []
         self._flying: list[tuple[mmap.mmap, Future[Any], Future[Any]]] = []
 
