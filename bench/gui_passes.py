@@ -20,6 +20,14 @@ every thread's stack while a pass has lasted over MS and reports the commonest. 
 Python needs the GIL itself, so it cannot see who holds it during a freeze: `--freeze-dump S`
 has faulthandler's C watchdog (which runs without the GIL) write every thread's stack to
 stderr when a pass has lasted S seconds, where the thread in a long C call is the holder.
+`--spy S` has another process run `py-spy dump` on this one when a pass has lasted S seconds
+(py-spy names the thread holding the GIL, and with `--native` its C frames: a page fault, a
+lock); it needs `py-spy` on PATH or beside the interpreter (not a project dependency).
+The longest pass's wall time is split by the kernel's scheduler statistics of the GUI
+thread (/proc, Linux): on a core (its CPU), runnable but waiting for a core (`its_core_wait_ms`:
+the machine's load, or this process's other threads), and the rest asleep (`its_asleep_ms`:
+waiting for Python's GIL, the disk, or a lock); beside it, the CPU each other thread of the
+process used in that pass (`its_others_cpu_ms`).
 `--root` runs another checkout's `explorer` (the same bench on the code before a change).
 """
 
@@ -31,6 +39,7 @@ import faulthandler
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +65,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--stalls", type=float, default=0.0, metavar="MS",
                     help="sample every thread's stack while a pass has run longer than MS of wall time, and "
                          "report the most frequent stacks of the GUI thread and of the others")
+    ap.add_argument("--spy", type=float, default=0.0, metavar="S",
+                    help="when one pass has lasted S seconds, have another process run `py-spy dump --native` on "
+                         "this one (the thread holding the GIL is marked 'gil'); the dumps go to stderr and, in short, "
+                         "into the action's row")
     ap.add_argument("--freeze-dump", type=float, default=0.0, metavar="S",
                     help="when one pass has lasted S seconds, write every thread's Python stack to stderr "
                          "(faulthandler, which needs no GIL: the thread holding it shows where)")
@@ -65,6 +78,8 @@ def main(argv: list[str] | None = None) -> dict:
     app, w, spin = open_analysed(args.trace, args.root, settle=args.settle + 1)
     first, links = _links(w)
     watch = _Watch(args.stalls) if args.stalls else None
+    spy = _Spy(args.spy) if args.spy else None
+    gui_tid = threading.get_native_id()
     actions = [("select the first instruction", lambda: w.view.select(first))]
     for link in links:
         actions.append((f"deep link {link}", lambda link=link: w.tools.go_to_link(link)))
@@ -77,18 +92,29 @@ def main(argv: list[str] | None = None) -> dict:
         act()
         sync = (time.thread_time() - c) * 1e3
         passes, walls, faults = [], [], []
+        longest: dict = {}
         t = time.perf_counter()
         while time.perf_counter() - t < args.window:
             armed = args.freeze_dump and _arm(args.freeze_dump)  # (outside the pass: starting a thread takes time)
-            c, wall, f = time.thread_time(), time.perf_counter(), _major_faults()
+            threads = _sched_all()
+            c, wall, f, s = time.thread_time(), time.perf_counter(), _major_faults(), _sched(gui_tid)
             if watch is not None:
                 watch.begin()
+            if spy is not None:
+                spy.begin()
             app.processEvents()
+            if spy is not None:
+                spy.end()
             if watch is not None:
                 watch.end()
             passes.append((time.thread_time() - c) * 1e3)
             walls.append((time.perf_counter() - wall) * 1e3)
+            s = [(b - a) / 1e6 for a, b in zip(s, _sched(gui_tid))]
             faults.append(_major_faults() - f)
+            if walls[-1] == max(walls):
+                longest = {"its_core_wait_ms": round(s[1], 1),
+                           "its_asleep_ms": round(max(walls[-1] - s[0] - s[1], 0.0), 1),
+                           "its_others_cpu_ms": _others_cpu(threads, _sched_all(), gui_tid)}
             if armed:
                 faulthandler.cancel_dump_traceback_later()
             time.sleep(0.002)
@@ -103,13 +129,20 @@ def main(argv: list[str] | None = None) -> dict:
                      "its_cpu_ms": round(passes[walls.index(max(walls))], 1),
                      # pages the GUI thread read from disk in that pass (a memory-mapped table evicted from the
                      # page cache): it waits for the disk holding the GIL, so no other thread runs either
-                     "its_major_faults": faults[walls.index(max(walls))], "major_faults": sum(faults)})
+                     "its_major_faults": faults[walls.index(max(walls))], "major_faults": sum(faults),
+                     # where that pass's wall went (the GUI thread on a core, waiting for one, asleep) and
+                     # what the process's other threads ran meanwhile
+                     **longest})
+        if spy is not None:
+            rows[-1]["spy"] = spy.report()
         if watch is not None:
             rows[-1]["stalls"] = watch.report()
         print(json.dumps(rows[-1]), flush=True)
     w.close()
     if watch is not None:
         watch.stopped = True
+    if spy is not None:
+        spy.close()
     result = {"trace": str(args.trace), "root": str(args.root), "load_1min": os.getloadavg()[0], "actions": rows}
     print(json.dumps(result))
     return result
@@ -120,6 +153,122 @@ def _major_faults() -> int:
     import resource
 
     return resource.getrusage(getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)).ru_majflt
+
+
+def _sched(tid: int) -> tuple[int, int]:
+    """(ns on a core, ns runnable but waiting for one) of a thread so far (Linux's schedstat; zeros elsewhere)."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            on, waiting, _ = f.read().split()
+    except (OSError, ValueError):
+        return 0, 0
+    return int(on), int(waiting)
+
+
+def _sched_all() -> dict[int, int]:
+    """Every thread of this process: its ns on a core so far."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return {}
+    return {t: _sched(t)[0] for t in tids}
+
+
+def _others_cpu(before: dict[int, int], after: dict[int, int], gui: int) -> dict[str, float]:
+    """CPU (ms) each thread but the GUI one used between two `_sched_all`, by name, busiest first."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    out: dict[str, float] = collections.Counter()
+    for tid, ns in after.items():
+        if tid != gui and ns - before.get(tid, ns) > 0:
+            name = names.get(tid) or _comm(tid)
+            out[name.rstrip("0123456789_") or name] += (ns - before.get(tid, ns)) / 1e6
+    return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v >= 0.5}
+
+
+def _comm(tid: int) -> str:
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return str(tid)
+
+
+class _Spy:
+    """Another process that runs `py-spy dump --native` on this one when a pass has lasted `late`
+    seconds (it needs no GIL here: a frozen pass is seen from outside). The pass's start is shared
+    through a mapped file the other process polls every 10 ms."""
+
+    SCRIPT = r"""
+import mmap, struct, subprocess, sys, time
+pid, path, late, spy = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
+with open(path, "r+b") as f:
+    m = mmap.mmap(f.fileno(), 8)
+done = 0.0
+while True:
+    time.sleep(0.01)
+    start = struct.unpack("d", m[:8])[0]
+    if start < 0:
+        break
+    if start > 0 and start != done and time.monotonic() - start > late:
+        done, at = start, time.monotonic() - start
+        out = subprocess.run([spy, "dump", "--native", "--pid", str(pid)], capture_output=True, text=True).stdout
+        sys.stdout.write(f"=== pass of {at:.2f} s so far (dumped {time.monotonic() - start:.2f} s in)\n{out}\n")
+        sys.stdout.flush()
+"""
+
+    def __init__(self, late: float) -> None:
+        import mmap
+        import shutil
+        import subprocess
+        import tempfile
+
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        self.file = tempfile.NamedTemporaryFile(prefix="gui-passes-spy-")
+        self.file.write(b"\0" * 8)
+        self.file.flush()
+        self.map = mmap.mmap(self.file.fileno(), 8)
+        self.out = tempfile.TemporaryFile("w+")
+        self.read_to = 0
+        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, str(os.getpid()), self.file.name,
+                                      str(late), spy], stdout=self.out)
+
+    def _set(self, value: float) -> None:
+        import struct
+
+        self.map[:8] = struct.pack("d", value)
+
+    def begin(self) -> None:
+        self._set(time.monotonic())
+
+    def end(self) -> None:
+        self._set(0.0)
+
+    def report(self) -> list[dict]:
+        """The dumps since the last report: per dump, the thread holding the GIL and its innermost frames."""
+        self.out.flush()
+        self.out.seek(self.read_to)
+        text = self.out.read()
+        self.read_to = self.out.tell()
+        if text:
+            sys.__stderr__.write(text)
+        dumps = []
+        for dump in text.split("=== ")[1:]:
+            lines = dump.splitlines()
+            holder, frames = None, []
+            for line in lines[1:]:
+                if line.startswith("Thread "):
+                    if holder is not None:
+                        break
+                    if "gil" in line:
+                        holder = line.strip()
+                elif holder is not None and line.strip():
+                    frames.append(line.strip())
+            dumps.append({"pass": lines[0], "gil": holder, "frames": frames[:12]})
+        return dumps
+
+    def close(self) -> None:
+        self._set(-1.0)
+        self.proc.wait(timeout=10)
 
 
 def _arm(seconds: float) -> bool:

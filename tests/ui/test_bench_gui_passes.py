@@ -41,5 +41,8 @@ def test_the_bench_follows_links_of_the_sample_it_is_given(qtbot, capsys, monkey
         assert 0 <= a["worst_later_pass_ms"] <= a["worst_pass_ms"] <= a["all_passes_ms"] and a["worst_pass_ms"] > 0, a
         assert a["its_cpu_ms"] <= a["worst_pass_ms"] and a["longest_pass_wall_ms"] > 0, a
         assert 0 <= a["its_major_faults"] <= a["major_faults"], a
+        # the longest pass's wall split by the scheduler: on a core, waiting for one, asleep (GIL, disk)
+        assert a["its_core_wait_ms"] >= 0 and 0 <= a["its_asleep_ms"] <= a["longest_pass_wall_ms"], a
+        assert all(ms > 0 for ms in a["its_others_cpu_ms"].values()), a
     assert all({"gui", "others"} <= set(a["stalls"]) for a in actions)
     assert '"actions"' in capsys.readouterr().out  # the JSON summary line
