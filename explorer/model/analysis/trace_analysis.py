@@ -25,6 +25,17 @@ from explorer.model.analysis.summary import Summary, summarize, summarize_per_ch
 from explorer.model.analysis.temporal import TemporalSummary, temporal_summary
 from explorer.model.timeline.trace_index import EventRef, TraceIndex
 from simcore.trace import Trace
+from simcore.trace import read_ahead
+
+WINDOW_READS: dict[str, tuple[str, ...]] = {
+    "instructions": ("id", "track_id", "start_ns", "dur_ns", "opcode", "kernel_id"),
+    "dma": ("id", "track_id", "start_ns", "dur_ns", "bytes", "partitions", "kernel_id"),
+    "flows": ("src_id", "dst_id"),
+}
+"""The big tables' columns `for_window`'s analyses read whole, in the order they first read them (the
+summary; the operator tree's ids; the recommendations' flows): measured with the trace's pages counted
+before and after each (docs/PERFORMANCE.md). They are read ahead of the analyses on a trace not in
+the page cache; a column missing here is only read when the analyses reach it, as before."""
 
 
 class TraceAnalysis:
@@ -43,13 +54,23 @@ class TraceAnalysis:
     def for_window(cls, index: TraceIndex) -> TraceAnalysis:
         """Everything the analysis panels show, computed now (run it off the GUI thread)."""
         a = cls(index.trace, index=index)
-        a.summary, a.per_chip = summarize_trace_and_chips(a.trace)  # one pass for both
-        a.hierarchy.children("")  # the tree's top level and its child index
-        _ = a.hierarchy.events  # id -> row, for timeline -> tree
-        _ = a.recommendations
-        _ = a.dependencies
-        _ = a.step_breakdown
+        ahead = a.read_ahead(WINDOW_READS)  # their columns from disk beside the analyses, not in between
+        try:
+            a.summary, a.per_chip = summarize_trace_and_chips(a.trace)  # one pass for both
+            a.hierarchy.children("")  # the tree's top level and its child index
+            _ = a.hierarchy.events  # id -> row, for timeline -> tree
+            _ = a.recommendations
+            _ = a.dependencies
+            _ = a.step_breakdown
+        finally:
+            if ahead is not None:
+                ahead.stop()
         return a
+
+    def read_ahead(self, columns: dict[str, tuple[str, ...]]) -> read_ahead.ReadAhead | None:
+        """Start reading `columns` of the trace's tables ahead, on a thread (`simcore.trace.read_ahead`)."""
+        tables = {name: self.trace.table(name) for name in columns if self.trace.has_table(name)}
+        return read_ahead.start(read_ahead.table_ranges(tables, columns), keep=tables)
 
     # -- the parts ----------------------------------------------------------------------
     @cached_property
