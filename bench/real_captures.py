@@ -35,7 +35,9 @@ Figures (each command in a fresh process; wall time, CPU time of the process, pe
            tree's window too, alternated with this tree's (baseline first); --opens picks some
   frames   frame times of a zoom walk over the 100M capture (bench/frame_time.py's walk): once while
            the analysis panels are being computed, then after (while the Statistics panel's
-           whole-trace query, started once the analyses are shown, runs), then once that is done.
+           whole-trace query, started once the analyses are shown, runs), then once that is done,
+           step after step with no wait, and then at a user's pace (a step every 1/30 s, the window
+           waiting in its event loop between steps: PACE_S).
            A frame is what the event loop paints after the view changes (frame_time.paint_frame).
            With --baseline-tree DIR, that tree's window too (its code imported through PYTHONPATH),
            alternated with this tree's --repeat times, baseline first
@@ -76,7 +78,14 @@ CAPTURES: dict[str, list[str]] = {
     "100M": ["-w", "llama3.1-70b", "--phase", "prefill", "--seq", "4096", "--detail", "instruction", "--cores", "all"],
 }
 FIGURES = ("summary", "diff", "rules", "window", "frames", "capture")
-ENV = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+
+
+def child_env() -> dict[str, str]:
+    """The environment of the commands the bench runs: read when each starts, so they inherit
+    `use_private_settings()`'s XDG_CONFIG_HOME (taken at import, before main() set it, the `trnx
+    view` children read the user's settings file: whatever window size and docks were saved last)."""
+    return {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+
 WATCHDOG: AnonWatchdog | None = None  # set by --anon-limit-gb
 
 def trace_path(name: str) -> Path:
@@ -92,7 +101,7 @@ def run(args: list[str], *, python: bool = False, tree: Path = ROOT) -> dict:
     `tree`: the checkout whose code runs (bench/trnx_peak.py puts the working directory first on the path)."""
     cmd = [sys.executable, *args] if python else trnx_peak.command(args)
     # a script's own directory comes first on its path, not the working directory: name the tree
-    env = ENV if tree == ROOT or not python else {**ENV, "PYTHONPATH": str(tree)}
+    env = child_env() if tree == ROOT or not python else {**child_env(), "PYTHONPATH": str(tree)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     if WATCHDOG is not None:
         WATCHDOG.reset_peak()
@@ -334,8 +343,11 @@ def figure_frames(paths: dict[str, Path], repeat: int, baseline_tree: Path | Non
             label = "this tree" if tree == ROOT else f"baseline {tree}"
             for when, what in (("during", "during the analyses"),
                                ("after", "after the analyses (the Statistics query running)"),
-                               ("idle", "after the Statistics query too")):
-                g = got[when]
+                               ("idle", "after the Statistics query too"),
+                               ("paced", f"the same, one step every {PACE_S * 1e3:.0f} ms")):
+                g = got.get(when)
+                if g is None:
+                    continue
                 print(f"frames 100M, {label}, {what}: zoom walk median {g['median_ms']:.1f} ms, p95 {g['p95_ms']:.1f} ms "
                       f"over {g['frames']} frames (GUI thread CPU median {g['cpu_median_ms']:.1f} ms, "
                       f"p95 {g['cpu_p95_ms']:.1f} ms)", flush=True)
@@ -347,10 +359,17 @@ def figure_frames(paths: dict[str, Path], repeat: int, baseline_tree: Path | Non
     return rows
 
 
+PACE_S = 1 / 30
+"""The paced walk's step: a held W key repeats 25-33 times a second (X11's and GNOME's defaults), and
+a wheel's notches come no faster. Between steps the window waits in its event loop, as a user's does;
+the walks above paint step after step with no wait, so on a shared machine the scheduler treats the
+GUI thread as one more CPU-bound process and its frames queue for a core behind the others."""
+
+
 def frames(path: Path, repeat: int) -> None:
     """A zoom walk over the whole span down to single instructions in a real window: once while
     the analysis panels are computed (the first seconds after opening), then `repeat` times
-    once they are done."""
+    once they are done, then `repeat` times at a user's pace (PACE_S)."""
     import numpy as np
     import explorer
     from frame_time import HEIGHT, WIDTH, paint_frame, zoom_scenario
@@ -376,8 +395,17 @@ def frames(path: Path, repeat: int) -> None:
     first = time.perf_counter() - t
     lo, hi = tl.viewport.lo, tl.viewport.hi
 
-    def walk(times: int) -> dict:
+    def walk(times: int, pace_s: float = 0.0) -> dict:
         walls, cpus = [], []
+        due = [time.perf_counter()]
+
+        def set_range(a: float, b: float) -> None:
+            if pace_s:  # the window waits in its event loop until the next input event, as a user's does
+                while (left := due[0] - time.perf_counter()) > 0:
+                    QApplication.processEvents()
+                    time.sleep(min(left, 0.002))
+                due[0] = time.perf_counter() + pace_s
+            tl.viewport.set_range(a, b)
 
         def frame() -> float:
             c = time.thread_time()  # the GUI thread's own CPU (the analysis worker may run meanwhile)
@@ -387,7 +415,7 @@ def frames(path: Path, repeat: int) -> None:
             return ms
 
         for _ in range(times):
-            zoom_scenario(tl.viewport.set_range, frame, lo, hi)
+            zoom_scenario(set_range, frame, lo, hi)
         return {"frames": len(walls), "median_ms": float(np.median(walls)), "p95_ms": float(np.percentile(walls, 95)),
                 "max_ms": float(np.max(walls)), "cpu_median_ms": float(np.median(cpus)),
                 "cpu_p95_ms": float(np.percentile(cpus, 95))}
@@ -405,7 +433,8 @@ def frames(path: Path, repeat: int) -> None:
         time.sleep(0.01)
     stats_s = time.perf_counter() - t
     idle = walk(repeat)
-    print(json.dumps({"during": during, "after": after, "idle": idle, "first_frame_s": first,
+    paced = walk(repeat, PACE_S)
+    print(json.dumps({"during": during, "after": after, "idle": idle, "paced": paced, "first_frame_s": first,
                       "analyses_s": done[0] - t, "statistics_s": stats_s,
                       "code": str(Path(explorer.__file__).parents[1])}))
     os._exit(0)
