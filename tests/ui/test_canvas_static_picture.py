@@ -104,3 +104,70 @@ def test_the_rows_colour_codes_are_each_lanes_own_looked_up_at_once(window):
         want = colours.codes[lane.events.name][lane.lo + np.clip(last[i], 0, lane.count - 1)] if lane.count else 0
         assert np.array_equal(got[i], want), lane.track.name
     assert {ln.events.name for ln in lanes} >= {"instructions", "dma"}
+
+
+def _counter_shots(window, monkeypatch, positions=(0.1, 0.37), zooms=12) -> list[tuple]:
+    """The counter canvas with its lines as images and as Qt's lines, over a zoom walk."""
+    from explorer.ui import canvas_layers
+
+    tl = window.timeline
+    vp, canvas = tl.viewport, tl.counter_canvas
+    lo, hi = vp.lo, vp.hi
+    drawn = [0]
+    images = canvas_layers.RowsLayer._paint_counter_images
+
+    def counted(*args) -> None:
+        drawn[0] += 1
+        images(*args)
+
+    monkeypatch.setattr(canvas_layers.RowsLayer, "_paint_counter_images", staticmethod(counted))
+    shots = []
+    for pos in positions:
+        for k in range(zooms):
+            width = (hi - lo) * 0.6 ** k
+            t0 = lo + (hi - lo) * pos - width / 2
+            vp.set_range(t0, t0 + width)
+            pair = []
+            for as_images in (True, False):
+                monkeypatch.setattr(canvas_layers, "COUNTER_IMAGES", as_images)
+                pair.append(_fresh(canvas))
+            shots.append(pair)
+    assert drawn[0] >= len(shots)  # the images were drawn (one call a counter row on screen)
+    return shots
+
+
+def test_counter_rows_drawn_as_images_are_the_lines_qt_drew(window, qtbot, monkeypatch):
+    """A counter row's min..max envelope and mean, drawn as two blended images a row (the rows each
+    line lights, in the pen's premultiplied colour), are pixel for pixel the translucent lines Qt drew."""
+    import pytest
+
+    from explorer.model.timeline import lod
+
+    lod.wait_for_compiled_loops()
+    if not lod.compiled_loops():
+        pytest.skip("the images are drawn by the compiled loops (numba)")
+    for images, lines in _counter_shots(window, monkeypatch):
+        assert images == lines
+
+
+def test_counter_images_on_a_capture_with_flat_counters(qtbot, monkeypatch):
+    """The bundled straggler capture: counters whose min and max differ by 1e-12 somewhere (a line
+    Qt draws as a point), in both themes."""
+    from pathlib import Path
+
+    import pytest
+
+    from explorer.model.timeline import lod
+    from explorer.ui import open_window
+
+    w = open_window(Path(__file__).resolve().parents[2] / "sample_traces" / "llama3.1-70b-tp16-straggler.trnx")
+    qtbot.addWidget(w)
+    w.resize(1700, 1000)
+    qtbot.waitUntil(lambda: w.loaded is not None, timeout=20_000)
+    lod.wait_for_compiled_loops()
+    if not lod.compiled_loops():
+        pytest.skip("the images are drawn by the compiled loops (numba)")
+    for theme in ("dark", "light"):
+        w.extras.set_theme(theme, save=False)
+        for images, lines in _counter_shots(w, monkeypatch, positions=(0.1,), zooms=6):
+            assert images == lines

@@ -213,6 +213,56 @@ def counter_lines(vmin: np.ndarray, vmax: np.ndarray, vmean: np.ndarray, scale: 
 
 
 @njit(cache=True, nogil=True)
+def _line_rows(y1: float, y2: float) -> tuple[int, int]:
+    """The pixel rows [first, stop) Qt's raster engine lights for a one-pixel vertical line from
+    y1 to y2 (its cosmetic stroker, square caps): the ends truncated to 26.6 fixed point, rows from
+    the upper end's to the lower end's inclusive; a line whose ends are equal as QPointF compares
+    them (qFuzzyCompare: within 1e-12 of the smaller, or of 1 where one is 0) is a point at y1's
+    row; one shorter than 1/64 px after truncation lights none."""
+    if (abs(y1 - y2) <= 1e-12) if (y1 == 0.0 or y2 == 0.0) else (abs(y1 - y2) * 1e12 <= min(abs(y1), abs(y2))):
+        r = np.int64(np.floor(y1))
+        return r, r + 1
+    a = np.int64(min(y1, y2) * 64.0)  # (C's cast truncates toward zero, as int64() does here)
+    b = np.int64(max(y1, y2) * 64.0)
+    if a == b:
+        return np.int64(0), np.int64(0)
+    return a >> 6, (b + 64) >> 6
+
+
+@njit(cache=True, nogil=True)
+def counter_pixel_rows(vmin: np.ndarray, vmax: np.ndarray, vmean: np.ndarray, scale: float, base: float,
+                       rows: np.ndarray) -> None:
+    """Per pixel column k, the rows `counter_lines`' two lines light: rows[k, 0:2] the min..max
+    envelope's [first, stop), rows[k, 2:4] the mean's (empty where a line is not drawn); the
+    same float64 line ends, rasterised as `_line_rows` says Qt does."""
+    for k in range(len(vmax)):
+        rows[k, 0] = rows[k, 1] = rows[k, 2] = rows[k, 3] = 0
+        top = _nan_to_num(vmax[k] * scale, -1.0)
+        if top >= 0:
+            bottom = _nan_to_num(vmin[k] * scale, 0.0)
+            rows[k, 0], rows[k, 1] = _line_rows(base - min(bottom, top), base - max(top, 0.5))
+        top = _nan_to_num(vmean[k] * scale, -1.0)
+        if top >= 0:
+            rows[k, 2], rows[k, 3] = _line_rows(base - min(0.0, top), base - max(top, 0.5))
+
+
+@njit(cache=True, nogil=True)
+def fill_rows(rows: np.ndarray, col: int, y0: int, colour: np.uint32, out: np.ndarray) -> None:
+    """out[y - y0, k] = colour for each row y in [rows[k, col], rows[k, col + 1]) inside `out`
+    (every other pixel left as it is: transparent where `out` was zeroed)."""
+    h = out.shape[0]
+    for k in range(rows.shape[0]):
+        a = rows[k, col] - y0
+        b = rows[k, col + 1] - y0
+        if a < 0:
+            a = 0
+        if b > h:
+            b = h
+        for y in range(a, b):
+            out[y, k] = colour
+
+
+@njit(cache=True, nogil=True)
 def counter_spans(time: np.ndarray, held: np.ndarray, e: np.ndarray, first: np.ndarray, stop: np.ndarray) -> None:
     """Each bin's samples [first, stop) of `CounterSeries.bins`: the one held at its left edge and
     those inside it, a sample exactly at its right edge belonging to the next bin."""
@@ -299,3 +349,6 @@ def warm() -> None:
                 np.zeros(3, np.float32), np.empty((1, 1), dtype=np.uint32))
     one, lines = np.zeros(1), np.empty((1, 4))
     counter_lines(one, one, one, 1.0, 1.0, 0.0, lines, lines)
+    rows = np.empty((1, 4), np.int64)
+    counter_pixel_rows(one, one, one, 1.0, 1.0, rows)
+    fill_rows(rows, 0, 0, np.uint32(0), np.zeros((1, 1), np.uint32))
