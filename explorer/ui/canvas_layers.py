@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import shiboken6
-from PySide6.QtCore import QLineF, QPointF, QRect, QRectF, Qt
+from PySide6.QtCore import QLineF, QPoint, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QPainter, QPen, QPixmap, QPolygonF
 
 from explorer.model.timeline.counter_labels import caption as counter_caption
@@ -50,6 +50,7 @@ MAX_LABELS = 400
 FOLDED_SAMPLE = 8  # rows sampled for a folded group's activity line
 MAX_FLOWS = 64
 COUNTER_ALPHAS = (110, 210)  # a counter row's min..max envelope, then its mean over it
+PEAK_COLOUR = QColor(224, 108, 117, 160)  # a counter row's dashed line at 100% of the hardware peak
 COUNTER_IMAGES = True  # counter rows' lines as two blended images a row (False: Qt's drawLines, the same pixels)
 
 
@@ -393,8 +394,11 @@ class RowsLayer(Layer):
                 p.setPen(QPen(c, 1))
                 p.drawLines(shiboken6.wrapInstance(lines.ctypes.data, QLineF), len(lines))
             if ref and top == ref:  # 100% of the hardware peak
-                p.setPen(QPen(QColor(224, 108, 117, 160), 1, Qt.DashLine))
-                p.drawLine(GUTTER, g.y + 3, f.width, g.y + 3)
+                if as_images:  # the same dashes, blended the same way, without Qt dashing them again
+                    p.drawImage(QPoint(0, g.y + 3), peak_line(f.width))
+                else:
+                    p.setPen(QPen(PEAK_COLOUR, 1, Qt.DashLine))
+                    p.drawLine(GUTTER, g.y + 3, f.width, g.y + 3)
             p.setPen(QPen(P.GRID, 1))
             p.drawLine(GUTTER, g.y + g.h - 1, f.width, g.y + g.h - 1)
 
@@ -421,6 +425,29 @@ class RowsLayer(Layer):
             img = np.zeros((y1 - y0, tw), dtype=np.uint32)
             fill_rows(rows, col, y0, np.uint32(premultiplied(colour, alpha)), img)
             p.drawImage(QPointF(GUTTER, y0), QImage(img.data, tw, y1 - y0, tw * 4, QImage.Format_ARGB32_Premultiplied))
+
+
+def peak_line(width: int) -> QImage:
+    """A counter row's dashed line at 100% of the hardware peak, from GUTTER to `width`, as Qt's pen
+    draws it over nothing: an image whose pixels are the pen's premultiplied colour where a dash is,
+    which blends over a row as the pen does. A line's dashes start at its first end, so every row's
+    line is the same pixels: drawn once per width."""
+    img = _PEAK_LINES.get(width)
+    if img is None:
+        img = QImage(width, 1, QImage.Format_ARGB32_Premultiplied)
+        img.fill(0)
+        q = QPainter(img)
+        q.setClipRect(QRect(GUTTER, 0, max(width - GUTTER, 1), 1))  # (the rows' clip, as where they are drawn)
+        q.setPen(QPen(PEAK_COLOUR, 1, Qt.DashLine))
+        q.drawLine(GUTTER, 0, width, 0)
+        q.end()
+        if len(_PEAK_LINES) > 8:
+            _PEAK_LINES.clear()
+        _PEAK_LINES[width] = img
+    return img
+
+
+_PEAK_LINES: dict[int, QImage] = {}
 
 
 def premultiplied(colour: QColor, alpha: int) -> int:

@@ -121,6 +121,7 @@ def _counter_shots(window, monkeypatch, positions=(0.1, 0.37), zooms=12) -> list
         images(*args)
 
     monkeypatch.setattr(canvas_layers.RowsLayer, "_paint_counter_images", staticmethod(counted))
+    canvas_layers._PEAK_LINES.clear()  # (the dashed 100%-of-peak line's image is made again below)
     shots = []
     for pos in positions:
         for k in range(zooms):
@@ -152,7 +153,7 @@ def test_counter_rows_drawn_as_images_are_the_lines_qt_drew(window, qtbot, monke
 
 def test_counter_images_on_a_capture_with_flat_counters(qtbot, monkeypatch):
     """The bundled straggler capture: counters whose min and max differ by 1e-12 somewhere (a line
-    Qt draws as a point), in both themes."""
+    Qt draws as a point) and bandwidth rows with their dashed line at the hardware peak, in both themes."""
     from pathlib import Path
 
     import pytest
@@ -167,7 +168,10 @@ def test_counter_images_on_a_capture_with_flat_counters(qtbot, monkeypatch):
     lod.wait_for_compiled_loops()
     if not lod.compiled_loops():
         pytest.skip("the images are drawn by the compiled loops (numba)")
+    from explorer.ui import canvas_layers
+
     for theme in ("dark", "light"):
         w.extras.set_theme(theme, save=False)
         for images, lines in _counter_shots(w, monkeypatch, positions=(0.1,), zooms=6):
             assert images == lines
+        assert canvas_layers._PEAK_LINES  # its bandwidth rows' dashed line at the hardware peak was drawn as an image
