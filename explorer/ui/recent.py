@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
@@ -26,9 +27,10 @@ class RecentFiles:
 
     def add(self, path: str | Path) -> None:
         """Put `path` first; a trace imported from a Neuron profile is remembered as the profile."""
-        from explorer.interop.neuron_profile.as_trace import source_of
-
-        p = source_of(path) or str(Path(path).resolve())
+        # only a process that imported a profile has its importer loaded (importing it just to ask cost
+        # 0.1-0.3 s of the GUI thread at each open, before the first frame)
+        imported = sys.modules.get("explorer.interop.neuron_profile.as_trace")
+        p = (imported.source_of(path) if imported is not None else None) or str(Path(path).resolve())
         items = [x for x in self.paths() if x != p]
         self.store.setValue(KEY, [p, *items][:MAX_RECENT])
         self.store.sync()
