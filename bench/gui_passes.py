@@ -2,7 +2,8 @@
 
     QT_QPA_PLATFORM=offscreen python bench/gui_passes.py TRACE [--root DIR]
 
-Opens TRACE in the real window (1920x1080), waits for the analysis panels, then selects the
+Opens TRACE in the real window (1920x1080), waits for the analysis panels, then does nothing
+(the noise floor: the same passes with nothing asked of the window), selects the
 first instruction and follows five deep links the way `bench/tools_gui.py` does: the kernels 45.5%,
 27.6% and 66.3% of the way through the trace's kernel ids (824, 500 and 1200 on the 28M capture
 these figures were first taken on) and the instructions half and a third of the way through the
@@ -72,15 +73,26 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--freeze-dump", type=float, default=0.0, metavar="S",
                     help="when one pass has lasted S seconds, write every thread's Python stack to stderr "
                          "(faulthandler, which needs no GIL: the thread holding it shows where)")
+    ap.add_argument("--worker-nice", type=int, default=None, metavar="N",
+                    help="run the window's workers N nicer than the GUI thread (explorer.ui.worker.WORKER_NICENESS; "
+                         "a tree without it runs as it is)")
     args = ap.parse_args(argv)
     from gui_window import open_analysed
+
+    if args.worker_nice is not None:
+        sys.path.insert(0, str(args.root))
+        import explorer.ui.worker as worker
+
+        if hasattr(worker, "WORKER_NICENESS"):
+            worker.WORKER_NICENESS = args.worker_nice
 
     app, w, spin = open_analysed(args.trace, args.root, settle=args.settle + 1)
     first, links = _links(w)
     watch = _Watch(args.stalls) if args.stalls else None
     spy = _Spy(args.spy) if args.spy else None
     gui_tid = threading.get_native_id()
-    actions = [("select the first instruction", lambda: w.view.select(first))]
+    # the noise floor: the same passes with nothing asked of the window (what the machine's load alone costs)
+    actions = [("idle (nothing done)", lambda: None), ("select the first instruction", lambda: w.view.select(first))]
     for link in links:
         actions.append((f"deep link {link}", lambda link=link: w.tools.go_to_link(link)))
     if args.deep:
@@ -199,7 +211,7 @@ class _Spy:
     through a mapped file the other process polls every 10 ms."""
 
     SCRIPT = r"""
-import mmap, struct, subprocess, sys, time
+import mmap, os, struct, subprocess, sys, time
 pid, path, late, spy = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
 with open(path, "r+b") as f:
     m = mmap.mmap(f.fileno(), 8)
@@ -207,7 +219,7 @@ done = 0.0
 while True:
     time.sleep(0.01)
     start = struct.unpack("d", m[:8])[0]
-    if start < 0:
+    if start < 0 or os.getppid() != pid:
         break
     if start > 0 and start != done and time.monotonic() - start > late:
         done, at = start, time.monotonic() - start

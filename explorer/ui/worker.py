@@ -10,6 +10,12 @@ event loop (a zero-interval timer), never several in a row: a deep link finishes
 kernel's details, its dependencies and the operator tree's rows at nearly the same time,
 and delivered back to back (each 10-40 ms at 28M events) they froze the window for
 their sum; one at a time, a click or a repaint gets its turn between them.
+
+Worker threads run a little nicer than the GUI thread (WORKER_NICENESS, Linux): a jump starts the
+window's repaint and its workers' computations at the same moment, and on a loaded machine the
+GUI thread's pass otherwise waited for a core behind them. Not much nicer: a worker that holds
+Python's GIL while the scheduler keeps it off a core makes the GUI thread wait for it (at +10
+the GUI thread's waits for the GIL grew more than its waits for a core shrank).
 """
 
 from __future__ import annotations
@@ -24,7 +30,14 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from explorer.ui import thread_priority
 from simcore.errors import describe, user_caused
+
+# How much nicer than the thread that starts them (the GUI thread) the workers run: on a loaded
+# machine the scheduler then gives a core to the GUI thread's pass before its own workers'
+# computations, which a jump starts at the same moment (docs/PERFORMANCE.md, "The GUI thread's
+# waits in wall time").
+WORKER_NICENESS = 5
 
 Callback = Callable[[bool, Any], None]
 
@@ -106,6 +119,18 @@ def _widget_gone(exc: BaseException | None) -> bool:
     return False
 
 
+def _niceness() -> int | None:
+    """The niceness a worker started now gets: the calling thread's plus WORKER_NICENESS."""
+    now = thread_priority.niceness()
+    return None if now is None or not WORKER_NICENESS else min(now + WORKER_NICENESS, 19)
+
+
+def _behind(nice: int | None) -> None:
+    """A worker thread's first step: lower its CPU priority below the GUI thread's."""
+    if nice is not None:
+        thread_priority.set_niceness(nice)
+
+
 class Worker:
     """One worker thread, created on first use (so no QObject exists before the QApplication).
 
@@ -126,7 +151,8 @@ class Worker:
             if self._bridge is None:
                 self._bridge = _Bridge()
                 self._bridge.finished.connect(_queue().add)
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix=self.thread_name)
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix=self.thread_name,
+                                                    initializer=_behind, initargs=(_niceness(),))
         bridge, doing = self._bridge, self.doing
 
         def work() -> None:

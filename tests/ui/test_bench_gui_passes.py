@@ -31,9 +31,9 @@ def test_the_bench_follows_links_of_the_sample_it_is_given(qtbot, capsys, monkey
         sys.path.remove(str(BENCH))
     actions = result["actions"]
     names = [a["action"] for a in actions]
-    assert names[0] == "select the first instruction" and len(names) == 1 + 5 + 3, names
+    assert names[:2] == ["idle (nothing done)", "select the first instruction"] and len(names) == 2 + 5 + 3, names
     kernels, instructions = _ids(trace, "kernels", "kernel_id"), _ids(trace, "instructions", "id")
-    for name in names[1:]:
+    for name in names[2:]:
         kind, value = name.removeprefix("deep link ").split(":")
         assert int(value) in {"kernel": kernels, "instruction": instructions}[kind], name
     assert len({n for n in names if "kernel:" in n}) == 3  # three different kernels

@@ -73,3 +73,21 @@ def test_results_ready_together_let_the_window_breathe_between_them(qtbot):
     first = min(events.index("a ends"), events.index("b ends"))
     second = max(events.index("a starts"), events.index("b starts"))
     assert first < second and "tick" in events[first:second]
+
+
+def test_workers_run_nicer_than_the_gui_thread(qtbot):
+    """On a loaded machine the scheduler gives a core to the window's own pass before its workers'
+    computations (a jump starts both at once): each worker thread runs WORKER_NICENESS nicer than
+    the thread that started it (Linux; elsewhere nothing changes)."""
+    from explorer.ui import thread_priority, worker
+    from explorer.ui.selection_worker import run_for_selection
+
+    gui = thread_priority.niceness()
+    if gui is None:
+        return  # not Linux: no per-thread niceness
+    assert worker.WORKER_NICENESS > 0
+    seen: list = []
+    for run in (run_in_background, run_tool, run_for_selection):
+        run(thread_priority.niceness, lambda ok, value: seen.append(value))
+    qtbot.waitUntil(lambda: len(seen) == 3, timeout=5000)
+    assert seen == [min(gui + worker.WORKER_NICENESS, 19)] * 3
