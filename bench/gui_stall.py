@@ -3,7 +3,8 @@
 `Stall` runs a 5 ms QTimer on the GUI thread. Its longest gap between ticks is what a
 user feels as a frozen window; beside it, the GUI thread's own CPU time during that gap
 (`time.thread_time` read at the ticks) tells whether the thread was working (a block of
-its own) or waiting (for the GIL, or for a core on a loaded machine). With
+its own) or waiting, and its scheduler statistics (Linux) which wait: for a core on a loaded
+machine (`worst_wait`), or asleep (the rest: for the GIL, the disk or a lock). With
 `sample=True` a second thread looks at the GUI thread every 2 ms and, whenever the
 heartbeat is more than `late_ms` overdue, counts the GUI thread's innermost project
 frames: the profile of the blocks themselves, not of the idle time between them.
@@ -62,8 +63,11 @@ class Stall:
         self.timer.timeout.connect(self._tick)
         self.last = 0.0
         self.last_cpu = 0.0
+        self.last_wait = 0.0
         self.worst = 0.0
         self.worst_cpu = 0.0
+        self.worst_wait = 0.0  # of the longest gap: the GUI thread runnable but waiting for a core (Linux)
+        self._tid = threading.get_native_id()
         self.sample = sample
         self.late = late_ms / 1e3
         self.stacks: collections.Counter[str] = collections.Counter()
@@ -75,11 +79,19 @@ class Stall:
         self._sampler: threading.Thread | None = None
         self._names: dict[int, str] = {}
 
+    def _core_wait(self) -> float:
+        """Seconds the GUI thread has been runnable but off a core so far (schedstat; 0 elsewhere)."""
+        try:
+            with open(f"/proc/self/task/{self._tid}/schedstat") as f:
+                return int(f.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
     def _tick(self) -> None:
-        now, cpu = time.perf_counter(), time.thread_time()
+        now, cpu, wait = time.perf_counter(), time.thread_time(), self._core_wait()
         if now - self.last > self.worst:
-            self.worst, self.worst_cpu = now - self.last, cpu - self.last_cpu
-        self.last, self.last_cpu = now, cpu
+            self.worst, self.worst_cpu, self.worst_wait = now - self.last, cpu - self.last_cpu, wait - self.last_wait
+        self.last, self.last_cpu, self.last_wait = now, cpu, wait
 
     def _sample(self) -> None:
         while not self._stop.wait(0.002):
@@ -106,6 +118,7 @@ class Stall:
 
     def __enter__(self) -> Stall:
         self.last, self.last_cpu, self.worst, self.worst_cpu = time.perf_counter(), time.thread_time(), 0.0, 0.0
+        self.last_wait, self.worst_wait = self._core_wait(), 0.0
         self.stacks.clear()
         self.others.clear()
         self.inclusive.clear()

@@ -9,7 +9,8 @@ pan, the delta between two annotations -- and reports for each:
 `answer_s` (from the trigger until the result is shown) and `max_stall_ms`, the longest
 gap between ticks of a 5 ms QTimer on the GUI thread meanwhile (what a user feels as a
 frozen window), with `gui_cpu_ms`, the GUI thread's own CPU time during that gap (near the gap:
-the GUI thread was working; near zero: it waited for the GIL or for a core). `--profile`
+the GUI thread was working; near zero: it waited for the GIL or for a core), and how much of
+the rest it waited for a core (`gui_core_wait_ms`) or slept (`gui_asleep_ms`: the GIL, the disk). `--profile`
 also prints, per tool, where the GUI thread was while the heartbeat was late
 (`bench/gui_stall.py`); `--profile-qt`, which Qt event deliveries took longest. The idle noise floor is measured once every thread is idle. The baseline, measured in the same run, is the same work done inline on
 the GUI thread (`inline_s`): the stall there would have been. Annotations are written
@@ -85,7 +86,7 @@ def several_runs(runs: int) -> None:
     for name in names:
         rows = [row for res in results for row in res["tools"] if row["tool"] == name]
         agg = {"tool": name}
-        for key in ("answer_s", "max_stall_ms", "gui_cpu_ms", "inline_s"):
+        for key in ("answer_s", "max_stall_ms", "gui_cpu_ms", "gui_core_wait_ms", "gui_asleep_ms", "inline_s"):
             vals = [row[key] for row in rows if row.get(key) is not None]
             if vals:
                 agg[key] = {"median": round(statistics.median(vals), 3), "worst": max(vals)}
@@ -109,9 +110,21 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1,
                     help="run the whole sequence this many times, each in a fresh process, and print per tool the "
                          "median and worst of each figure (one run on a shared machine is mostly its load)")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="the checkout whose explorer package runs (default: this one): the code before a change")
+    ap.add_argument("--worker-nice", type=int, default=None, metavar="N",
+                    help="run the window's workers N nicer than the GUI thread (explorer.ui.worker.WORKER_NICENESS; "
+                         "a tree without it runs as it is)")
     args = ap.parse_args()
     if args.runs > 1:
         return several_runs(args.runs)
+    if args.root is not None:
+        sys.path.insert(0, str(args.root.resolve()))
+    if args.worker_nice is not None:
+        import explorer.ui.worker as worker
+
+        if hasattr(worker, "WORKER_NICENESS"):
+            worker.WORKER_NICENESS = args.worker_nice
     from explorer.model import annotations as A
     from explorer.model import deep_link
     from explorer.model.query import TraceQuery
@@ -153,7 +166,11 @@ def main() -> None:
 
     def report(name: str, s: Stall, answer: float, inline: float) -> None:
         rows.append({"tool": name, "answer_s": round(answer, 3), "max_stall_ms": round(s.worst * 1e3, 1),
-                     "gui_cpu_ms": round(s.worst_cpu * 1e3, 1), "inline_s": round(inline, 3)})
+                     "gui_cpu_ms": round(s.worst_cpu * 1e3, 1),
+                     # the rest of that gap: waiting for a core, and asleep (the GIL a worker held, the disk)
+                     "gui_core_wait_ms": round(s.worst_wait * 1e3, 1),
+                     "gui_asleep_ms": round(max(s.worst - s.worst_cpu - s.worst_wait, 0.0) * 1e3, 1),
+                     "inline_s": round(inline, 3)})
         print(json.dumps(rows[-1]), flush=True)
         if args.profile:
             for n, where in s.top():

@@ -53,11 +53,11 @@ def set_niceness(nice: int) -> bool:
     return True
 
 
-def niceness() -> int | None:
-    """The calling thread's CPU niceness (Linux), or None."""
+def niceness(main: bool = False) -> int | None:
+    """The calling thread's CPU niceness (Linux), or None; `main`: the main (GUI) thread's."""
     if sys.platform != "linux":
         return None
-    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    return os.getpriority(os.PRIO_PROCESS, os.getpid() if main else threading.get_native_id())
 
 
 def yield_to_foreground() -> None:

@@ -33,7 +33,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from explorer.ui import thread_priority
 from simcore.errors import describe, user_caused
 
-# How much nicer than the thread that starts them (the GUI thread) the workers run: on a loaded
+# How much nicer than the main (GUI) thread the workers run: on a loaded
 # machine the scheduler then gives a core to the GUI thread's pass before its own workers'
 # computations, which a jump starts at the same moment (docs/PERFORMANCE.md, "The GUI thread's
 # waits in wall time").
@@ -120,8 +120,8 @@ def _widget_gone(exc: BaseException | None) -> bool:
 
 
 def _niceness() -> int | None:
-    """The niceness a worker started now gets: the calling thread's plus WORKER_NICENESS."""
-    now = thread_priority.niceness()
+    """The niceness a worker started now gets: the main (GUI) thread's plus WORKER_NICENESS."""
+    now = thread_priority.niceness(main=True)
     return None if now is None or not WORKER_NICENESS else min(now + WORKER_NICENESS, 19)
 
 
