@@ -184,3 +184,24 @@ def test_a_frame_over_a_mapped_index_needs_no_loop_the_warm_up_missed():
                     a.setflags(write=w)
             fractions_many(covs, _edges(rng, covs)[0])
     assert {f: len(f.signatures) for f in seen} == seen
+
+
+def test_only_the_main_thread_starts_the_lane_sampler():
+    """A thread starts with its creator's niceness, and the window's utilisation worker runs nicer than
+    the GUI thread: asked from another thread with no sampler running, nothing is queued or marked (the
+    frames, on the main thread, ask for the samples themselves); asked from the main thread, the lane
+    gets its sample."""
+    import threading
+
+    rng = np.random.default_rng(7)
+    n = lod.SAMPLE_MIN * 3 + 5
+    start = np.cumsum(rng.integers(1, 50, n)).astype(np.int64)
+    cov = Coverage.build(start, np.ones(n, np.int64))
+    lod.wait_for_samples()
+    worker = threading.Thread(target=lod.sample_apart, args=([cov],))
+    worker.start()
+    worker.join()
+    assert lod._sampler is None and not cov._sampling and cov.sample is None
+    lod.sample_apart([cov])
+    lod.wait_for_samples()
+    assert cov.sample is not None

@@ -208,9 +208,15 @@ _sampler_cond = threading.Condition()
 
 def sample_apart(covs: list[Coverage]) -> None:
     """Take these lanes' samples on a thread of their own (taking them in a frame would read a
-    5M-interval lane's whole column first: ~40 MB, tens of ms when it is not in memory)."""
+    5M-interval lane's whole column first: ~40 MB, tens of ms when it is not in memory). Only the
+    main (GUI) thread starts that thread: a thread starts with its creator's niceness, and asked
+    first by the window's utilisation worker (which runs nicer than the GUI thread) it sampled
+    behind everything else on a loaded machine while the frames searched whole lanes without
+    them; asked from elsewhere with no sampler running, nothing is queued (the frames ask)."""
     global _sampler
     with _sampler_cond:
+        if _sampler is None and threading.current_thread() is not threading.main_thread():
+            return
         for c in covs:
             c._sampling = True
             _samples_asked.append(c)
